@@ -1,0 +1,229 @@
+"""The one exception tree of ollm.
+
+Every error carries a stable ``code`` (a short upper-case string that scripts and the
+event stream can match on) and a message that says what happened and what to do next.
+The same code travels in the ``error`` event of a chat, so the two views never disagree.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "BadResponseError",
+    "CapabilityError",
+    "ConnectionFailedError",
+    "ConversationBusyError",
+    "ErrorCode",
+    "InvalidRequestError",
+    "InvalidToolError",
+    "ModelNotFoundError",
+    "OllmError",
+    "PluginError",
+    "ProviderError",
+    "ProviderNotFoundError",
+    "RequestTimeoutError",
+    "StreamInterruptedError",
+    "TokenLimitError",
+    "ToolArgumentsError",
+    "ToolExecutionError",
+    "ToolNotFoundError",
+    "ToolsUnsupportedError",
+    "error_from_code",
+]
+
+
+class ErrorCode:
+    """The stable codes. They never change meaning once published."""
+
+    CONNECTION_FAILED = "CONNECTION_FAILED"
+    TIMEOUT = "TIMEOUT"
+    MODEL_NOT_FOUND = "MODEL_NOT_FOUND"
+    TOOLS_UNSUPPORTED = "TOOLS_UNSUPPORTED"
+    BAD_RESPONSE = "BAD_RESPONSE"
+    STREAM_INTERRUPTED = "STREAM_INTERRUPTED"
+    PROVIDER_ERROR = "PROVIDER_ERROR"
+    TOKEN_LIMIT = "TOKEN_LIMIT"
+    PROVIDER_NOT_FOUND = "PROVIDER_NOT_FOUND"
+    PLUGIN_ERROR = "PLUGIN_ERROR"
+    TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+    INVALID_TOOL = "INVALID_TOOL"
+    INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
+    TOOL_FAILED = "TOOL_FAILED"
+    TOOL_TIMEOUT = "TOOL_TIMEOUT"
+    TOOL_LIMIT = "TOOL_LIMIT"
+    CANCELLED = "CANCELLED"
+    UNSUPPORTED = "UNSUPPORTED"
+    INVALID_REQUEST = "INVALID_REQUEST"
+    CONVERSATION_BUSY = "CONVERSATION_BUSY"
+    FORMAT_ERROR = "FORMAT_ERROR"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+class OllmError(Exception):
+    """Base of every error ollm raises on purpose.
+
+    ``message`` is complete on its own: it names what failed and the next step.
+    ``provider`` and ``model`` are filled when the error concerns one.
+    """
+
+    code: ClassVar[str] = ErrorCode.INTERNAL_ERROR
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        status: int | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.model = model
+        self.status = status
+        if code is not None:
+            # An instance may carry a more precise code than its class (for example a
+            # provider error rebuilt from an event whose code has no class of its own).
+            self.code = code  # type: ignore[misc]
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
+
+
+class ConnectionFailedError(OllmError):
+    """The provider's server could not be reached."""
+
+    code = ErrorCode.CONNECTION_FAILED
+
+
+class RequestTimeoutError(OllmError):
+    """Connecting to, or reading from, the provider took longer than allowed."""
+
+    code = ErrorCode.TIMEOUT
+
+
+class ModelNotFoundError(OllmError):
+    """The provider does not have the model asked for."""
+
+    code = ErrorCode.MODEL_NOT_FOUND
+
+
+class ToolsUnsupportedError(OllmError):
+    """The model cannot take tools natively (the runtime may switch to ReAct)."""
+
+    code = ErrorCode.TOOLS_UNSUPPORTED
+
+
+class BadResponseError(OllmError):
+    """The provider answered with something that is not its documented format."""
+
+    code = ErrorCode.BAD_RESPONSE
+
+
+class StreamInterruptedError(OllmError):
+    """The reply stream ended before the provider said it was done."""
+
+    code = ErrorCode.STREAM_INTERRUPTED
+
+
+class ProviderError(OllmError):
+    """The provider reported an error of its own (its message is kept)."""
+
+    code = ErrorCode.PROVIDER_ERROR
+
+
+class TokenLimitError(OllmError):
+    """A request would not fit in the model's context window; nothing was sent."""
+
+    code = ErrorCode.TOKEN_LIMIT
+
+
+class ProviderNotFoundError(OllmError):
+    """No provider is registered under the name asked for."""
+
+    code = ErrorCode.PROVIDER_NOT_FOUND
+
+
+class PluginError(OllmError):
+    """A plugin failed to load or to contribute (raised only in strict mode)."""
+
+    code = ErrorCode.PLUGIN_ERROR
+
+
+class ToolNotFoundError(OllmError):
+    """No tool is registered (or enabled) under the name asked for."""
+
+    code = ErrorCode.TOOL_NOT_FOUND
+
+
+class InvalidToolError(OllmError):
+    """A function cannot be made into a tool (for example a parameter lacks a type)."""
+
+    code = ErrorCode.INVALID_TOOL
+
+
+class ToolArgumentsError(OllmError):
+    """The arguments a model gave a tool do not match its parameters."""
+
+    code = ErrorCode.INVALID_ARGUMENTS
+
+
+class ToolExecutionError(OllmError):
+    """A tool raised, or ran past its timeout."""
+
+    code = ErrorCode.TOOL_FAILED
+
+
+class CapabilityError(OllmError):
+    """The provider does not offer the capability asked for (models, embeddings...)."""
+
+    code = ErrorCode.UNSUPPORTED
+
+
+class InvalidRequestError(OllmError):
+    """The request itself is wrong (an empty model name, a bad option...)."""
+
+    code = ErrorCode.INVALID_REQUEST
+
+
+class ConversationBusyError(OllmError):
+    """A conversation already has a chat in progress; one at a time."""
+
+    code = ErrorCode.CONVERSATION_BUSY
+
+
+_BY_CODE: dict[str, type[OllmError]] = {
+    cls.code: cls
+    for cls in (
+        ConnectionFailedError,
+        RequestTimeoutError,
+        ModelNotFoundError,
+        ToolsUnsupportedError,
+        BadResponseError,
+        StreamInterruptedError,
+        ProviderError,
+        TokenLimitError,
+        ProviderNotFoundError,
+        PluginError,
+        ToolNotFoundError,
+        InvalidToolError,
+        ToolArgumentsError,
+        ToolExecutionError,
+        CapabilityError,
+        InvalidRequestError,
+        ConversationBusyError,
+    )
+}
+
+
+def error_from_code(code: str, message: str) -> OllmError:
+    """Rebuild the exception that matches an error event's code."""
+    cls = _BY_CODE.get(code, OllmError)
+    if cls is OllmError:
+        return OllmError(message, code=code)
+    return cls(message)

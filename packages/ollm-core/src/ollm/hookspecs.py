@@ -1,0 +1,97 @@
+"""The hooks a plugin implements. Each docstring is the plugin author's documentation.
+
+A plugin is a module (or any object) with functions marked ``@ollm.hookimpl`` whose
+names are the hooks below. Point an entry point of the group ``ollm.plugins`` at it::
+
+    # pyproject.toml of your distribution
+    [project.entry-points."ollm.plugins"]
+    weather = "ollm_weather.plugin"
+
+The entry point's name (``weather``) is the plugin's short name. Keep the module small:
+discovery imports it at start-up, so import heavy modules (HTTP clients, SDKs) inside
+factories and tool functions, never at its top. Every hook takes no arguments and
+returns a list of what the plugin contributes; a hook that raises, or returns something
+else, is reported by ``ollm plugins`` and that plugin is skipped as a whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pluggy
+
+from ollm.types.provider import ProviderAdapter
+from ollm.types.specs import ProviderSpec, StrategySpec, TokenCounterSpec
+
+__all__ = [
+    "PROJECT",
+    "hookimpl",
+    "hookspec",
+    "ollm_providers",
+    "ollm_token_counters",
+    "ollm_tool_strategies",
+    "ollm_tools",
+]
+
+PROJECT = "ollm"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def ollm_providers() -> Sequence[ProviderSpec | ProviderAdapter]:  # type: ignore[empty-body]
+    """Contribute providers.
+
+    Return ``ProviderSpec(name, factory, description, default)`` objects: the factory
+    runs the first time the provider is used, so discovery never builds an HTTP client
+    or touches the network. ``default=True`` asks to be the default provider when the
+    user has not chosen one (the Ollama provider does). A ready provider object is
+    accepted too. Names must be unique across plugins; a clash skips the later plugin.
+
+    Example::
+
+        @ollm.hookimpl
+        def ollm_providers():
+            def build():
+                from my_plugin.provider import MyProvider  # heavy imports here
+                return MyProvider()
+            return [ollm.ProviderSpec("mine", build, "My backend")]
+    """
+
+
+@hookspec
+def ollm_tools() -> Sequence[Any | Callable[..., Any]]:  # type: ignore[empty-body]
+    """Contribute a tool pack.
+
+    Return ``ollm.Tool`` objects or plain functions (sync or async) with type-annotated
+    parameters; a function is made a tool as ``@ollm.tool`` would. Tools are offered to
+    a model only when a chat enables them by name (``ollm chat -t NAME``).
+
+    Example::
+
+        @ollm.hookimpl
+        def ollm_tools():
+            return [get_weather, convert_currency]
+    """
+
+
+@hookspec
+def ollm_token_counters() -> Sequence[TokenCounterSpec]:  # type: ignore[empty-body]
+    """Contribute token counters for models whose provider cannot count tokens itself.
+
+    Return ``TokenCounterSpec(pattern, counter)``: ``pattern`` is a model name or a glob
+    (``"llama3*"``), and ``counter(request)`` returns the prompt tokens of a
+    ``ProviderRequest`` as a positive integer. The runtime asks the provider first, then
+    the counter for the model, then estimates characters / 4.
+    """
+
+
+@hookspec
+def ollm_tool_strategies() -> Sequence[StrategySpec]:  # type: ignore[empty-body]
+    """Contribute a tool-calling strategy (as ``ollm-react`` contributes ``react``).
+
+    Return ``StrategySpec(name, factory, description)``; ``factory()`` builds one
+    ``ollm.ToolStrategy`` per chat. The runtime uses a strategy when a chat asks for it
+    by name, and ``react`` also when a model cannot take tools natively.
+    """

@@ -1,0 +1,6 @@
+"""Plugin discovery through the ``ollm.plugins`` entry-point group."""
+
+from ollm.plugins.loader import ENTRY_POINT_GROUP, build_plugin_manager, discover
+from ollm.plugins.settings import PluginSettings
+
+__all__ = ["ENTRY_POINT_GROUP", "PluginSettings", "build_plugin_manager", "discover"]

@@ -1,0 +1,271 @@
+"""Plugin discovery written for isolation: one broken plugin never takes the rest down.
+
+Each plugin goes through three phases, and a failure in any of them is recorded (name,
+distribution, version, phase, error) and skips that plugin alone:
+
+1. ``import``: the entry point's module is imported (blocked plugins never are);
+2. ``register``: pluggy checks its hook implementations against ``ollm.hookspecs``;
+3. each hook (``ollm_providers``...): called on its own, and what it returns is checked.
+
+A plugin's contributions enter the registries only when all its hooks succeeded, so
+nothing is half-registered. Discovery does no network I/O: providers are factories.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import pluggy
+
+from ollm import hookspecs
+from ollm.errors import OllmError, PluginError
+from ollm.plugins.settings import PluginSettings
+from ollm.registries import Registries
+from ollm.tools.tool import Tool
+from ollm.types.specs import PluginRecord, ProviderSpec, StrategySpec, TokenCounterSpec
+
+__all__ = ["ENTRY_POINT_GROUP", "build_plugin_manager", "discover"]
+
+ENTRY_POINT_GROUP = "ollm.plugins"
+HOOKS = ("ollm_providers", "ollm_tools", "ollm_token_counters", "ollm_tool_strategies")
+
+log = logging.getLogger(__name__)
+
+
+def build_plugin_manager() -> pluggy.PluginManager:
+    """A fresh plugin manager with ollm's hook specs (one per test, if you like)."""
+    manager = pluggy.PluginManager(hookspecs.PROJECT)
+    manager.add_hookspecs(hookspecs)
+    return manager
+
+
+@dataclass
+class _Candidate:
+    name: str
+    entry_point: metadata.EntryPoint | None = None
+    plugin: object | None = None
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Contribution:
+    providers: list[ProviderSpec] = field(default_factory=list)
+    tools: list[Tool] = field(default_factory=list)
+    token_counters: list[TokenCounterSpec] = field(default_factory=list)
+    strategies: list[StrategySpec] = field(default_factory=list)
+
+
+def discover(
+    *,
+    settings: PluginSettings | None = None,
+    plugins: Sequence[object] = (),
+    registries: Registries | None = None,
+    manager: pluggy.PluginManager | None = None,
+    entry_points: Iterable[metadata.EntryPoint] | None = None,
+) -> Registries:
+    """Load plugins into registries and return them.
+
+    ``settings`` default to the environment switches (``PluginSettings.from_env``).
+    ``plugins`` are extra plugin objects (modules, classes, instances) that load
+    whatever the switches say, as an application's own plugins would. ``entry_points``
+    replaces the installed ``ollm.plugins`` entry points (for tests).
+    """
+    if settings is None:
+        settings = PluginSettings.from_env(os.environ)
+    registries = registries if registries is not None else Registries()
+    manager = manager if manager is not None else build_plugin_manager()
+
+    candidates: list[_Candidate] = []
+    for index, plugin in enumerate(plugins):
+        name = getattr(plugin, "__name__", None) or f"{type(plugin).__name__}-{index}"
+        candidates.append(_Candidate(name=str(name), plugin=plugin, record={"module": str(name)}))
+
+    found = _entry_points() if entry_points is None else list(entry_points)
+    seen: set[str] = {c.name for c in candidates}
+    for ep in sorted(found, key=lambda e: e.name):
+        dist = getattr(ep, "dist", None)
+        record: dict[str, Any] = {
+            "module": ep.value,
+            "distribution": getattr(dist, "name", None),
+            "version": getattr(dist, "version", None),
+        }
+        candidate = _Candidate(name=ep.name, entry_point=ep, record=record)
+        if ep.name in seen:
+            _fail(registries, settings, candidate, "register", "another plugin has this name")
+            continue
+        seen.add(ep.name)
+        if not settings.admits(ep.name):
+            registries.plugins.append(PluginRecord(name=ep.name, status="blocked", **record))
+            continue
+        if not settings.autoload:
+            registries.plugins.append(PluginRecord(name=ep.name, status="disabled", **record))
+            continue
+        candidates.append(candidate)
+
+    for candidate in candidates:
+        _load(candidate, manager, registries, settings)
+    return registries
+
+
+def _entry_points() -> list[metadata.EntryPoint]:
+    eps = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    # Several copies of one distribution on sys.path show the same entry point twice.
+    unique: dict[tuple[str, str], metadata.EntryPoint] = {}
+    for ep in eps:
+        unique.setdefault((ep.name, ep.value), ep)
+    return list(unique.values())
+
+
+def _load(
+    candidate: _Candidate,
+    manager: pluggy.PluginManager,
+    registries: Registries,
+    settings: PluginSettings,
+) -> None:
+    plugin = candidate.plugin
+    if candidate.entry_point is not None:
+        try:
+            plugin = candidate.entry_point.load()
+        except (Exception, SystemExit) as exc:
+            _fail(registries, settings, candidate, "import", _describe(exc))
+            return
+    try:
+        manager.register(plugin, name=candidate.name)
+    except Exception as exc:
+        _fail(registries, settings, candidate, "register", _describe(exc))
+        return
+
+    hooks = tuple(
+        h
+        for h in HOOKS
+        if any(i.plugin is plugin for i in getattr(manager.hook, h).get_hookimpls())
+    )
+    candidate.record["hooks"] = hooks
+    contribution = _Contribution()
+    for hook in hooks:
+        impl = next(i for i in getattr(manager.hook, hook).get_hookimpls() if i.plugin is plugin)
+        try:
+            _collect(hook, impl.function(), contribution, registries)
+        except (Exception, SystemExit) as exc:
+            manager.unregister(plugin)
+            _fail(registries, settings, candidate, hook, _describe(exc))
+            return
+    try:
+        _check_names(contribution, registries)
+    except ValueError as exc:
+        manager.unregister(plugin)
+        _fail(registries, settings, candidate, "register", str(exc))
+        return
+    _commit(contribution, registries, candidate.name)
+    registries.plugins.append(
+        PluginRecord(
+            name=candidate.name,
+            status="loaded",
+            contributes=_summary(contribution),
+            **candidate.record,
+        )
+    )
+
+
+def _collect(hook: str, result: object, into: _Contribution, registries: Registries) -> None:
+    if result is None:
+        return
+    if isinstance(result, (str, bytes)) or not isinstance(result, Iterable):
+        raise TypeError(f"{hook}() must return a list, not {type(result).__name__}")
+    for item in result:
+        if hook == "ollm_providers":
+            into.providers.append(_provider_spec(item))
+        elif hook == "ollm_tools":
+            into.tools.append(_tool(item))
+        elif hook == "ollm_token_counters":
+            into.token_counters.append(_expect(item, TokenCounterSpec, hook))
+        else:
+            into.strategies.append(_expect(item, StrategySpec, hook))
+
+
+def _provider_spec(item: object) -> ProviderSpec:
+    if isinstance(item, ProviderSpec):
+        return item
+    name = getattr(item, "name", None)
+    if isinstance(name, str) and name and callable(getattr(item, "chat_stream", None)):
+        return ProviderSpec(name=name, factory=lambda: item)  # type: ignore[arg-type,return-value]
+    raise TypeError(
+        f"ollm_providers() returned {type(item).__name__}; expected ProviderSpec or a provider"
+    )
+
+
+def _tool(item: object) -> Tool:
+    if isinstance(item, Tool):
+        return item
+    if callable(item):
+        return Tool.from_function(item)
+    raise TypeError(f"ollm_tools() returned {type(item).__name__}; expected a Tool or a function")
+
+
+def _expect(item: object, kind: type[Any], hook: str) -> Any:
+    if not isinstance(item, kind):
+        raise TypeError(f"{hook}() returned {type(item).__name__}; expected {kind.__name__}")
+    return item
+
+
+def _check_names(contribution: _Contribution, registries: Registries) -> None:
+    for spec in contribution.providers:
+        if spec.name in registries.providers:
+            raise ValueError(f"provider {spec.name!r} is already provided by another plugin")
+    for tool in contribution.tools:
+        if tool.name in registries.tools:
+            raise ValueError(f"tool {tool.name!r} is already provided by another plugin")
+    for strategy in contribution.strategies:
+        if strategy.name in registries.strategies or strategy.name == "native":
+            raise ValueError(f"tool strategy {strategy.name!r} is already registered")
+
+
+def _commit(contribution: _Contribution, registries: Registries, plugin: str) -> None:
+    for spec in contribution.providers:
+        registries.providers.register(spec)
+    for tool in contribution.tools:
+        registries.tools.register(tool, pack=plugin)
+    for counter in contribution.token_counters:
+        registries.token_counters.register(counter)
+    for strategy in contribution.strategies:
+        registries.strategies.register(strategy)
+
+
+def _summary(contribution: _Contribution) -> dict[str, list[str]]:
+    summary = {
+        "providers": [s.name for s in contribution.providers],
+        "tools": [t.name for t in contribution.tools],
+        "token_counters": [c.pattern for c in contribution.token_counters],
+        "tool_strategies": [s.name for s in contribution.strategies],
+    }
+    return {k: v for k, v in summary.items() if v}
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OllmError):
+        return str(exc)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _fail(
+    registries: Registries,
+    settings: PluginSettings,
+    candidate: _Candidate,
+    phase: str,
+    error: str,
+) -> None:
+    record = PluginRecord(
+        name=candidate.name, status="failed", phase=phase, error=error, **candidate.record
+    )
+    registries.plugins.append(record)
+    where = f" ({record.distribution} {record.version})" if record.distribution else ""
+    message = f"Plugin {candidate.name!r}{where} failed at {phase}: {error}"
+    if settings.strict:
+        raise PluginError(message)
+    log.warning("%s; it was skipped", message)

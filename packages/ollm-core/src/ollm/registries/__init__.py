@@ -1,0 +1,47 @@
+"""Registries of providers, tools, token counters and tool-calling strategies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ollm.registries.providers import ProviderRegistry
+from ollm.registries.strategies import StrategyRegistry
+from ollm.registries.tokens import (
+    TokenCounterRegistry,
+    estimate_text_tokens,
+    fallback_count,
+    request_text,
+)
+from ollm.registries.tools import ToolRegistry, unknown_tool_message
+from ollm.types.specs import PluginRecord
+
+__all__ = [
+    "ProviderRegistry",
+    "Registries",
+    "StrategyRegistry",
+    "TokenCounterRegistry",
+    "ToolRegistry",
+    "estimate_text_tokens",
+    "fallback_count",
+    "request_text",
+    "unknown_tool_message",
+]
+
+
+@dataclass
+class Registries:
+    """Everything plugins contributed (or the application registered by hand).
+
+    Build an empty one for tests or an embedding app, or get a filled one from
+    ``ollm.discover()``. ``plugins`` reports how each plugin loaded.
+    """
+
+    providers: ProviderRegistry = field(default_factory=ProviderRegistry)
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    token_counters: TokenCounterRegistry = field(default_factory=TokenCounterRegistry)
+    strategies: StrategyRegistry = field(default_factory=StrategyRegistry)
+    plugins: list[PluginRecord] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        """Close the providers the registries built."""
+        await self.providers.aclose()

@@ -1,0 +1,353 @@
+"""``ChatClient``: the entry point for chatting with a model."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from types import TracebackType
+from typing import Any
+
+from ollm.errors import error_from_code
+from ollm.registries import Registries
+from ollm.runtime.conversation import Conversation
+from ollm.runtime.run import ChatRun
+from ollm.runtime.settings import ChatSettings, ToolItem
+from ollm.tools.tool import Tool
+from ollm.types.abort import AbortSignal
+from ollm.types.events import (
+    ChatEvent,
+    ErrorEvent,
+    FinishEvent,
+    FinishReason,
+    TextEvent,
+    ToolCallResultEvent,
+    Usage,
+)
+from ollm.types.messages import ImagePart, Message, Part, TextPart
+from ollm.types.models import ModelCapabilities
+from ollm.types.provider import ModelInspection, ProviderAdapter
+from ollm.types.request import GenerationOptions
+
+__all__ = ["ChatClient", "ChatResult", "ChatStream", "Prompt"]
+
+log = logging.getLogger(__name__)
+
+Prompt = str | Message | Sequence[Part] | None
+"""A user message as text, a ``Message``, parts (text and images), or ``None`` to send
+the conversation as it stands."""
+
+
+class ChatResult:
+    """What ``ChatClient.run`` returns: the reply, the new messages, usage and why it ended."""
+
+    __slots__ = ("error", "finish_reason", "messages", "text", "tool_results", "usage")
+
+    def __init__(
+        self,
+        text: str,
+        messages: list[Message],
+        usage: Usage,
+        finish_reason: FinishReason,
+        error: ErrorEvent | None,
+        tool_results: list[ToolCallResultEvent],
+    ) -> None:
+        self.text = text
+        self.messages = messages
+        self.usage = usage
+        self.finish_reason = finish_reason
+        self.error = error
+        self.tool_results = tool_results
+
+    @property
+    def ok(self) -> bool:
+        """The chat ended normally (``stop`` or ``length``)."""
+        return self.error is None and self.finish_reason in ("stop", "length")
+
+    def raise_for_error(self) -> ChatResult:
+        """Raise the ``OllmError`` the chat ended with, if any; else return self."""
+        if self.error is not None:
+            raise error_from_code(self.error.code, self.error.message)
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"ChatResult(finish_reason={self.finish_reason!r}, text={self.text[:60]!r}, "
+            f"error={self.error!r})"
+        )
+
+
+class ChatStream:
+    """The events of one chat: ``async for event in stream``.
+
+    Also an async context manager (``async with client.chat(...) as stream``) that
+    closes the chat, and its provider connection, on exit. ``abort()`` stops it from
+    any task or thread: the chat ends with a ``finish`` event whose reason is
+    ``cancelled``.
+    """
+
+    __slots__ = ("_iterator", "_run", "signal")
+
+    def __init__(self, run: ChatRun) -> None:
+        self._run = run
+        self.signal = run.abort
+        self._iterator: AsyncIterator[ChatEvent] | None = None
+
+    @property
+    def conversation(self) -> Conversation:
+        """The conversation this chat appends to."""
+        return self._run.conversation
+
+    def abort(self, reason: str = "aborted") -> None:
+        """Stop the chat (thread-safe)."""
+        self.signal.abort(reason)
+
+    def __aiter__(self) -> AsyncIterator[ChatEvent]:
+        # The generator itself, so that `async for` adds no layer of its own.
+        if self._iterator is None:
+            self._iterator = self._run.events()
+        return self._iterator
+
+    async def __anext__(self) -> ChatEvent:
+        return await self.__aiter__().__anext__()
+
+    async def aclose(self) -> None:
+        """Stop the chat and release its connection (the history stays valid)."""
+        if self._iterator is not None:
+            aclose = getattr(self._iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def __aenter__(self) -> ChatStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class ChatClient:
+    """Chat with models through any installed provider, with tools.
+
+    ::
+
+        client = ollm.ChatClient(model="llama3.2", tools=[get_weather])
+        async for event in client.chat("What's the weather in Paris?"):
+            if isinstance(event, ollm.TextEvent):
+                print(event.text, end="")
+
+    ``registries`` default to what installed plugins contribute (discovered on first
+    need). Every setting of ``ChatSettings`` can be given here, as the client's default,
+    and again to ``chat()`` or ``run()`` for one chat. The client keeps a conversation,
+    so successive chats continue it; pass ``conversation=`` to use another.
+    """
+
+    def __init__(
+        self,
+        registries: Registries | None = None,
+        *,
+        provider: str | ProviderAdapter | None = None,
+        model: str | None = None,
+        system: str | None = None,
+        tools: Sequence[ToolItem] = (),
+        tool_choice: str = "auto",
+        options: GenerationOptions | None = None,
+        max_turns: int = 10,
+        max_tool_calls: int = 50,
+        tool_timeout: float | None = 60.0,
+        context_window: int | None = None,
+        tool_strategy: str = "auto",
+        think: bool | str | None = None,
+        response_format: str | dict[str, Any] | None = None,
+        conversation: Conversation | None = None,
+    ) -> None:
+        if registries is not None and not isinstance(registries, Registries):
+            raise TypeError("registries must be an ollm.Registries")
+        self._registries = registries
+        self.settings = ChatSettings(
+            provider=provider,
+            model=model,
+            system=system,
+            tools=_prepare_tools(tools),
+            tool_choice=tool_choice,
+            options=options or GenerationOptions(),
+            max_turns=max_turns,
+            max_tool_calls=max_tool_calls,
+            tool_timeout=tool_timeout,
+            context_window=context_window,
+            tool_strategy=tool_strategy,
+            think=think,
+            response_format=response_format,
+        )
+        self.conversation = conversation if conversation is not None else Conversation()
+        self._capability_cache: dict[tuple[str, str], ModelCapabilities] = {}
+        self._react_models: set[tuple[str, str]] = set()
+
+    @property
+    def registries(self) -> Registries:
+        """The registries in use (plugins are discovered the first time this is read)."""
+        if self._registries is None:
+            from ollm.plugins.loader import discover
+
+            self._registries = discover()
+        return self._registries
+
+    def chat(
+        self,
+        prompt: Prompt = None,
+        *,
+        conversation: Conversation | None = None,
+        abort: AbortSignal | None = None,
+        provider: str | ProviderAdapter | None = None,
+        model: str | None = None,
+        system: str | None = None,
+        tools: Sequence[ToolItem] | None = None,
+        tool_choice: str | None = None,
+        options: GenerationOptions | None = None,
+        max_turns: int | None = None,
+        max_tool_calls: int | None = None,
+        tool_timeout: float | None = None,
+        context_window: int | None = None,
+        tool_strategy: str | None = None,
+        think: bool | str | None = None,
+        response_format: str | dict[str, Any] | None = None,
+    ) -> ChatStream:
+        """Start a chat; iterate the returned stream for its events."""
+        settings = self.settings.with_overrides(
+            provider=provider,
+            model=model,
+            system=system,
+            tools=_prepare_tools(tools) if tools is not None else None,
+            tool_choice=tool_choice,
+            options=options,
+            max_turns=max_turns,
+            max_tool_calls=max_tool_calls,
+            tool_timeout=tool_timeout,
+            context_window=context_window,
+            tool_strategy=tool_strategy,
+            think=think,
+            response_format=response_format,
+        )
+        if abort is not None and not isinstance(abort, AbortSignal):
+            raise TypeError("abort must be an ollm.AbortSignal")
+        conversation = conversation if conversation is not None else self.conversation
+        run = ChatRun(self, settings, conversation, _to_message(prompt), abort or AbortSignal())
+        return ChatStream(run)
+
+    async def run(self, prompt: Prompt = None, **kwargs: Any) -> ChatResult:
+        """Run a chat to its end; return the final text, the new messages and usage.
+
+        Takes the same keyword arguments as ``chat()``. Errors do not raise: they are in
+        ``result.error`` (call ``result.raise_for_error()`` to raise them).
+        """
+        stream = self.chat(prompt, **kwargs)
+        conversation = stream.conversation
+        start = len(conversation)
+        text: list[str] = []
+        results: list[ToolCallResultEvent] = []
+        error: ErrorEvent | None = None
+        finish = FinishEvent("error")
+        async with stream:
+            async for event in stream:
+                if isinstance(event, TextEvent):
+                    text.append(event.text)
+                elif isinstance(event, ToolCallResultEvent):
+                    results.append(event)
+                    text.clear()  # the answer is the text after the last tool call
+                elif isinstance(event, ErrorEvent):
+                    error = event
+                elif isinstance(event, FinishEvent):
+                    finish = event
+        return ChatResult(
+            text="".join(text),
+            messages=list(conversation.messages[start:]),
+            usage=finish.usage or Usage(),
+            finish_reason=finish.reason,
+            error=error,
+            tool_results=results,
+        )
+
+    def new_conversation(self) -> Conversation:
+        """Start afresh: the client's next chats use a new, empty conversation."""
+        self.conversation = Conversation()
+        return self.conversation
+
+    async def aclose(self) -> None:
+        """Close the providers this client's registries built."""
+        if self._registries is not None:
+            await self._registries.aclose()
+
+    async def __aenter__(self) -> ChatClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- used by ChatRun -------------------------------------------------------------
+
+    def _resolve_provider(self, provider: str | ProviderAdapter | None) -> ProviderAdapter:
+        if provider is None or isinstance(provider, str):
+            return self.registries.providers.get(provider)
+        return provider
+
+    def _resolve_tools(self, items: Sequence[ToolItem]) -> dict[str, Tool]:
+        if not items:
+            return {}
+        chosen: dict[str, Tool] = {}
+        for item in items:
+            tool = self.registries.tools.get(item) if isinstance(item, str) else item
+            assert isinstance(tool, Tool)
+            chosen[tool.name] = tool
+        return chosen
+
+    async def _capabilities(
+        self, provider: ModelInspection, model: str
+    ) -> ModelCapabilities | None:
+        key = (getattr(provider, "name", ""), model)
+        cached = self._capability_cache.get(key)
+        if cached is not None:
+            return cached
+        try:
+            capabilities = await provider.model_capabilities(model)
+        except Exception:
+            # Unknown is fine: the request itself will say what is wrong, if anything.
+            log.debug("capabilities of %r are unknown", model, exc_info=True)
+            return None
+        self._capability_cache[key] = capabilities
+        return capabilities
+
+
+def _prepare_tools(tools: Sequence[ToolItem]) -> tuple[str | Tool, ...]:
+    """Make functions into tools now, so a bad function raises at once."""
+    if isinstance(tools, (str, bytes)):
+        raise TypeError("tools must be a list of names or tools, not a string")
+    prepared: list[str | Tool] = []
+    for item in tools:
+        if isinstance(item, (str, Tool)):
+            prepared.append(item)
+        elif callable(item):
+            prepared.append(Tool.from_function(item))
+        else:
+            raise TypeError(f"a tool must be a name, a Tool or a function, not {item!r}")
+    return tuple(prepared)
+
+
+def _to_message(prompt: Prompt) -> Message | None:
+    if prompt is None:
+        return None
+    if isinstance(prompt, str):
+        return Message.user(prompt)
+    if isinstance(prompt, Message):
+        return prompt
+    parts = tuple(prompt)
+    if not parts or not all(isinstance(p, (TextPart, ImagePart)) for p in parts):
+        raise TypeError("prompt must be text, a Message, or a list of TextPart and ImagePart")
+    return Message(role="user", parts=parts)

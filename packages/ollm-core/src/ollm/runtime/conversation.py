@@ -1,0 +1,96 @@
+"""A conversation: the history that carries across chats."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import msgspec
+
+from ollm.errors import ConversationBusyError
+from ollm.types.messages import Message
+
+__all__ = ["Conversation"]
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(list[Message])
+
+
+class Conversation:
+    """The messages of a conversation, in order (the system prompt is not one of them).
+
+    Every chat appends to it: the user's message, then the assistant's replies and the
+    tool results. Whatever fails, it stays valid: a reply cut short is kept and marked
+    ``incomplete``, and every tool call has its result, so the next chat can go on.
+    One chat at a time may run on a conversation.
+    """
+
+    __slots__ = ("_busy", "_messages")
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self._messages: list[Message] = list(messages)
+        self._busy = False
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """A snapshot of the history."""
+        return tuple(self._messages)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a chat is running on this conversation."""
+        return self._busy
+
+    def append(self, message: Message) -> None:
+        """Add a message at the end."""
+        if not isinstance(message, Message):
+            raise TypeError(f"expected a Message, got {type(message).__name__}")
+        self._messages.append(message)
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        """Add several messages at the end."""
+        for message in messages:
+            self.append(message)
+
+    def clear(self) -> None:
+        """Forget every message."""
+        self._check_idle()
+        self._messages.clear()
+
+    def fork(self) -> Conversation:
+        """An independent copy, to try another path from here."""
+        return Conversation(self._messages)
+
+    def to_json(self) -> bytes:
+        """The history as JSON, to save it."""
+        return _encoder.encode(self._messages)
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Conversation:
+        """A conversation saved with ``to_json``."""
+        return cls(_decoder.decode(data))
+
+    def _acquire(self) -> None:
+        self._check_idle()
+        self._busy = True
+
+    def _release(self) -> None:
+        self._busy = False
+
+    def _check_idle(self) -> None:
+        if self._busy:
+            raise ConversationBusyError(
+                "This conversation already has a chat in progress. Wait for it to finish, "
+                "or use another conversation (conversation.fork())."
+            )
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(list(self._messages))
+
+    def __getitem__(self, index: int) -> Message:
+        return self._messages[index]
+
+    def __repr__(self) -> str:
+        return f"<Conversation {len(self._messages)} messages>"

@@ -1,0 +1,31 @@
+"""The native tool-calling strategy: tools go to the provider in its own format."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from ollm.types.events import ProviderEvent
+from ollm.types.messages import Message
+from ollm.types.provider import ProviderAdapter
+from ollm.types.request import ProviderRequest
+from ollm.types.strategy import ReplyReview
+
+__all__ = ["NativeStrategy"]
+
+
+class NativeStrategy:
+    """Hands the request to the provider as it is; the provider's stream is the reply."""
+
+    name = "native"
+
+    def stream(
+        self, provider: ProviderAdapter, request: ProviderRequest
+    ) -> AsyncIterator[ProviderEvent]:
+        # The provider's own iterator, unwrapped: no extra layer on the hot path.
+        return provider.chat_stream(request)
+
+    def review(self, reply: Message) -> ReplyReview | None:
+        return None
+
+    def wrap_up(self, request: ProviderRequest) -> ProviderRequest | None:
+        return None

@@ -1,0 +1,469 @@
+"""One chat: the loop of turns, as an async generator of events.
+
+``ChatRun.events`` is the only layer between the provider's stream and the caller: text
+events pass through as the same objects, with no task, channel or cancel scope per
+event (a cancel scope costs more than all the rest of the path). Abort is checked
+between events with one attribute read; waits that may block (tools, token counting,
+a provider that does not watch the signal itself) run under the signal's guard.
+Nothing is yielded inside a cancel scope or a task group, so the caller may stop
+iterating, cancel, or drop the iterator at any point.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ollm.errors import ErrorCode, OllmError, ToolsUnsupportedError
+from ollm.runtime.conversation import Conversation
+from ollm.runtime.native import NativeStrategy
+from ollm.runtime.settings import DEFAULT_CONTEXT_WINDOW, ChatSettings
+from ollm.runtime.tokens import TokenBudget, count_request_tokens
+from ollm.runtime.tool_runner import ToolOutcome, refused_outcome, run_tool_calls
+from ollm.runtime.turn import Turn
+from ollm.tools.tool import Tool
+from ollm.types.abort import AbortSignal
+from ollm.types.events import (
+    ChatEvent,
+    ErrorEvent,
+    FinishEvent,
+    NoticeEvent,
+    ProviderEvent,
+    TextEvent,
+    ThinkingEvent,
+    TokenWarningEvent,
+    ToolCallEvent,
+    ToolCallStartEvent,
+    TurnCompleteEvent,
+    Usage,
+)
+from ollm.types.messages import Message
+from ollm.types.provider import ModelInspection, ProviderAdapter
+from ollm.types.request import ProviderRequest, ToolSchema
+from ollm.types.strategy import ToolStrategy
+
+if TYPE_CHECKING:
+    from ollm.runtime.client import ChatClient
+
+__all__ = ["ChatRun"]
+
+log = logging.getLogger(__name__)
+
+
+class ChatRun:
+    """The state of one chat, and ``events()``, the generator that runs it."""
+
+    def __init__(
+        self,
+        client: ChatClient,
+        settings: ChatSettings,
+        conversation: Conversation,
+        prompt: Message | None,
+        abort: AbortSignal,
+    ) -> None:
+        self.client = client
+        self.settings = settings
+        self.conversation = conversation
+        self.prompt = prompt
+        self.abort = abort
+        self.provider: ProviderAdapter | None = None
+        self.model = ""
+        self.tools: dict[str, Tool] = {}
+        self.schemas: tuple[ToolSchema, ...] = ()
+        self.strategy: ToolStrategy = NativeStrategy()
+        self.strategy_auto = False
+        self.context_window = DEFAULT_CONTEXT_WINDOW
+        self.usage = Usage()
+        self.tool_calls_used = 0
+        self.notices: list[NoticeEvent] = []
+        self.finish: FinishEvent | None = None
+        self._turn: Turn | None = None
+        self._stream: AsyncIterator[ProviderEvent] | None = None
+
+    async def events(self) -> AsyncIterator[ChatEvent]:
+        """Run the chat, yielding its events; the last one is always a ``FinishEvent``."""
+        self.conversation._acquire()
+        try:
+            if self.prompt is not None:
+                self.conversation.append(self.prompt)
+            try:
+                try:
+                    with self.abort.guard():
+                        provider = await self._prepare()
+                except OllmError as exc:
+                    yield ErrorEvent(exc.message, exc.code)
+                    yield FinishEvent("error", self.usage)
+                    return
+                if self.abort.aborted:
+                    yield FinishEvent("cancelled", self.usage)
+                    return
+                for notice in self.notices:
+                    yield notice
+
+                abort = self.abort
+                number = 0
+                while True:
+                    number += 1
+                    request = await self._next_request(number)
+                    for pending in self._pending:
+                        yield pending
+                    if self.finish is not None:
+                        yield self.finish
+                        return
+
+                    turn = self._turn = Turn(number, request, self.conversation)
+                    stream = self.strategy.stream(provider, request)
+                    if not getattr(provider, "handles_abort", False):
+                        stream = _guarded(stream, abort)
+                    self._stream = stream
+                    text_parts = turn.text_parts
+                    try:
+                        async for event in stream:
+                            if type(event) is TextEvent:
+                                text_parts.append(event.text)
+                                yield event
+                            elif type(event) is ThinkingEvent:
+                                turn.thinking_parts.append(event.text)
+                                yield event
+                            elif type(event) is ToolCallEvent:
+                                yield ToolCallStartEvent(turn.add_call(event.call), number)
+                            elif type(event) is FinishEvent:
+                                turn.finish_reason = event.reason
+                                turn.usage = event.usage
+                                break
+                            elif type(event) is ErrorEvent:
+                                turn.error = event
+                                break
+                            elif type(event) is NoticeEvent:
+                                yield event
+                            else:
+                                turn.error = _not_an_event(event, provider.name)
+                                break
+                            if abort._aborted:
+                                break
+                    except Exception as exc:
+                        turn.error = _error_event(exc, provider.name)
+                    await self._close_stream()
+
+                    async for settled in self._settle(
+                        turn, wrap_up=number > self.settings.max_turns
+                    ):
+                        yield settled
+                    finish = self._finished()
+                    if finish is not None:
+                        yield finish
+                        return
+                    if self._retry_turn:
+                        self._retry_turn = False
+                        number -= 1
+            except Exception as exc:
+                log.exception("unexpected error in a chat")
+                if self._turn is not None:
+                    outcomes = self._turn.abandon("an error occurred")
+                    for result in self._turn.result_events(outcomes):
+                        yield result
+                yield ErrorEvent(
+                    f"Unexpected error: {type(exc).__name__}: {exc}. The conversation is "
+                    "intact; please report this with the steps that led to it.",
+                    ErrorCode.INTERNAL_ERROR,
+                )
+                yield FinishEvent("error", self.usage)
+        finally:
+            # Reached on every exit: the end, an early break by the caller, a cancel
+            # scope around the iteration, or the iterator being garbage-collected.
+            if self._turn is not None:
+                self._turn.abandon("the chat was cancelled")
+            await self._close_stream()
+            self.conversation._release()
+
+    _pending: tuple[ChatEvent, ...] = ()
+    _retry_turn = False
+
+    # -- before the first turn -------------------------------------------------------
+
+    async def _prepare(self) -> ProviderAdapter:
+        """Resolve the provider, model, tools, strategy and context window."""
+        settings = self.settings
+        provider = self.provider = self.client._resolve_provider(settings.provider)
+        model = settings.model or getattr(provider, "default_model", None)
+        if not model:
+            raise OllmError(
+                "No model chosen. Pass model=... (for example model='llama3.2'), "
+                "or run: ollm chat -m MODEL",
+                code=ErrorCode.INVALID_REQUEST,
+            )
+        self.model = model
+        if settings.tool_choice != "none":
+            self.tools = self.client._resolve_tools(settings.tools)
+        self.schemas = tuple(tool.schema for tool in self.tools.values())
+
+        window = settings.context_window or settings.options.context_window
+        wants_auto = bool(self.tools) and settings.tool_strategy == "auto"
+        remembered = (provider.name, model) in self.client._react_models
+        capabilities = None
+        if (window is None or (wants_auto and not remembered)) and isinstance(
+            provider, ModelInspection
+        ):
+            capabilities = await self.client._capabilities(provider, model)
+        if window is None and capabilities is not None:
+            window = capabilities.context_window
+        self.context_window = window or DEFAULT_CONTEXT_WINDOW
+
+        if not self.tools:
+            return provider
+        if settings.tool_strategy == "auto":
+            self.strategy_auto = True
+            if remembered:
+                self._use_react(f"{model} cannot call tools natively: using ReAct.")
+            elif capabilities is not None and capabilities.tools is False:
+                if "react" not in self.client.registries.strategies:
+                    raise ToolsUnsupportedError(_install_react(model))
+                self._use_react(f"{model} cannot call tools natively: using ReAct.")
+        elif settings.tool_strategy != "native":
+            self.strategy = self.client.registries.strategies.create(settings.tool_strategy)
+        return provider
+
+    def _use_react(self, why: str) -> None:
+        self.strategy = self.client.registries.strategies.create("react")
+        self.notices.append(NoticeEvent(why, "strategy"))
+
+    # -- each turn -------------------------------------------------------------------
+
+    def _request(self) -> ProviderRequest:
+        settings = self.settings
+        options = settings.options
+        if settings.context_window and options.context_window is None:
+            options = options.merged(type(options)(context_window=settings.context_window))
+        return ProviderRequest(
+            model=self.model,
+            messages=self.conversation.messages,
+            system_prompt=settings.system,
+            tools=self.schemas,
+            tool_choice=settings.tool_choice if self.schemas else "auto",
+            options=options,
+            response_format=settings.response_format,
+            think=settings.think,
+            abort=self.abort,
+        )
+
+    async def _next_request(self, number: int) -> ProviderRequest:
+        """The request for turn ``number``, checked against the token budget.
+
+        Sets ``self.finish`` instead when the chat must end before sending anything;
+        ``self._pending`` holds the events to emit first.
+        """
+        self._pending = ()
+        request = self._request()
+        if number > self.settings.max_turns:
+            last = self.strategy.wrap_up(request)
+            if last is None:
+                self.finish = FinishEvent("max_turns", self.usage)
+                return request
+            request = last
+        assert self.provider is not None
+        with self.abort.guard():
+            estimated = await count_request_tokens(
+                request, self.provider, self.client.registries.token_counters
+            )
+        if self.abort.aborted:
+            self.finish = FinishEvent("cancelled", self.usage)
+            return request
+        budget = TokenBudget(estimated, self.context_window, request.options.max_tokens or 0)
+        if budget.blocked:
+            self._pending = (ErrorEvent(budget.explain(self.model), ErrorCode.TOKEN_LIMIT),)
+            self.finish = FinishEvent("token_limit", self.usage)
+        elif budget.warn:
+            self._pending = (
+                TokenWarningEvent(budget.estimated, budget.limit, self.context_window),
+            )
+        return request
+
+    async def _settle(self, turn: Turn, *, wrap_up: bool) -> AsyncIterator[ChatEvent]:
+        """After a turn's stream: review the reply, run its tools, commit to history.
+
+        Sets ``self.finish`` when the chat ends here, ``self._retry_turn`` when the same
+        turn must be sent again (after a switch to ReAct).
+        """
+        self._turn = None
+        if turn.usage is not None:
+            self.usage = self.usage + turn.usage
+        if self.abort.aborted:
+            for result in turn.result_events(turn.abandon("the chat was cancelled")):
+                yield result
+            self.finish = FinishEvent("cancelled", self.usage)
+            return
+        if turn.error is not None:
+            if self._switch_to_react(turn):
+                turn.committed = True
+                self._retry_turn = True
+                yield self.notices[-1]
+                return
+            for result in turn.result_events(turn.abandon("the reply failed")):
+                yield result
+            yield self._explain(turn.error)
+            self.finish = FinishEvent("error", self.usage)
+            return
+
+        self._turn = turn
+        reply = turn.reply()
+        review = self.strategy.review(reply)
+        message = review.message if review is not None and review.message else reply
+        if review is not None:
+            for event in review.events:
+                yield event
+        calls = message.tool_calls
+        preset: dict[str, ToolOutcome] = {}
+        if review is not None:
+            for call in calls:
+                if call.id in review.results:
+                    preset[call.id] = refused_outcome(
+                        call, review.results[call.id], ErrorCode.TOOL_FAILED
+                    )
+            if review.error is not None or review.feedback is not None:
+                why = "the reply was not in the expected format"
+                for call in calls:
+                    preset[call.id] = refused_outcome(call, why, ErrorCode.FORMAT_ERROR)
+        if wrap_up:
+            for call in calls:
+                preset[call.id] = refused_outcome(
+                    call,
+                    f"the chat reached its limit of {self.settings.max_turns} turns.",
+                    ErrorCode.TOOL_LIMIT,
+                )
+        for call in calls:
+            if call.id in preset:
+                continue
+            if self.tool_calls_used >= self.settings.max_tool_calls:
+                preset[call.id] = refused_outcome(
+                    call,
+                    f"this chat reached its limit of {self.settings.max_tool_calls} tool calls. "
+                    "Answer with what you have.",
+                    ErrorCode.TOOL_LIMIT,
+                )
+            else:
+                self.tool_calls_used += 1
+
+        outcomes: list[ToolOutcome] = []
+        if calls:
+            outcomes = await run_tool_calls(
+                calls,
+                self.tools,
+                timeout=self.settings.tool_timeout,
+                abort=self.abort,
+                preset=preset,
+            )
+        turn.commit(message, outcomes)
+        self._turn = None
+        for result in turn.result_events(outcomes):
+            yield result
+        if self._aborted():
+            self.finish = FinishEvent("cancelled", self.usage)
+            return
+        if review is not None and review.error is not None:
+            yield review.error
+            self.finish = FinishEvent("error", self.usage)
+            return
+        yield TurnCompleteEvent(turn.number, turn.finish_reason, len(calls), turn.usage)
+        if review is not None and review.feedback is not None:
+            self.conversation.append(Message.user(review.feedback))
+            if wrap_up:
+                self.finish = FinishEvent("max_turns", self.usage)
+            return
+        if wrap_up:
+            self.finish = FinishEvent("max_turns", self.usage)
+        elif not calls:
+            self.finish = FinishEvent(turn.finish_reason, self.usage)
+
+    def _switch_to_react(self, turn: Turn) -> bool:
+        """After a 'does not support tools' answer: use ReAct for this model from now on."""
+        error = turn.error
+        if (
+            error is None
+            or error.code != ErrorCode.TOOLS_UNSUPPORTED
+            or not self.strategy_auto
+            or self.strategy.name != "native"
+            or turn.streamed_anything
+            or "react" not in self.client.registries.strategies
+        ):
+            return False
+        assert self.provider is not None
+        self.client._react_models.add((self.provider.name, self.model))
+        self._use_react(f"{self.model} does not support native tool calling: switched to ReAct.")
+        return True
+
+    def _explain(self, error: ErrorEvent) -> ErrorEvent:
+        """Add the next step to errors the runtime knows more about than the provider."""
+        if (
+            error.code == ErrorCode.TOOLS_UNSUPPORTED
+            and self.strategy.name == "native"
+            and "react" not in self.client.registries.strategies
+        ):
+            return ErrorEvent(f"{error.message}. {_install_react(self.model)}", error.code)
+        return error
+
+    def _finished(self) -> FinishEvent | None:
+        # A call, not an attribute read, so that type checkers do not assume the
+        # value cannot have changed while a helper ran.
+        return self.finish
+
+    def _aborted(self) -> bool:
+        return self.abort.aborted
+
+    async def _close_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        aclose = getattr(stream, "aclose", None)
+        if aclose is None:
+            return
+        # Shielded: closing must finish (and release the connection) even when the
+        # chat is being cancelled.
+        with anyio.CancelScope(shield=True):
+            try:
+                await aclose()
+            except Exception:
+                log.warning("closing the provider's stream failed", exc_info=True)
+
+
+async def _guarded(
+    stream: AsyncIterator[ProviderEvent], abort: AbortSignal
+) -> AsyncIterator[ProviderEvent]:
+    """Make a provider that does not watch the abort signal stop when it fires."""
+    iterator = stream.__aiter__()
+    try:
+        while True:
+            with abort.guard() as scope:
+                try:
+                    event = await iterator.__anext__()
+                except StopAsyncIteration:
+                    return
+            if scope.cancelled_caught:
+                return
+            yield event
+    finally:
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            with anyio.CancelScope(shield=True):
+                await aclose()
+
+
+def _error_event(exc: Exception, provider: str) -> ErrorEvent:
+    if isinstance(exc, OllmError):
+        return ErrorEvent(exc.message, exc.code)
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return ErrorEvent(f"Provider {provider!r} failed: {detail}", ErrorCode.PROVIDER_ERROR)
+
+
+def _not_an_event(event: object, provider: str) -> ErrorEvent:
+    return ErrorEvent(
+        f"Provider {provider!r} yielded {type(event).__name__}, which is not a provider event.",
+        ErrorCode.BAD_RESPONSE,
+    )
+
+
+def _install_react(model: str) -> str:
+    return (
+        f"{model} cannot call tools natively. To use tools with it, install ReAct support "
+        "(pip install ollm-react), or chat without tools."
+    )

@@ -1,0 +1,70 @@
+"""The settings of a chat: client-wide defaults, with per-chat overrides."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ollm.tools.tool import Tool
+from ollm.types.provider import ProviderAdapter
+from ollm.types.request import GenerationOptions
+
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "ChatSettings", "ToolItem"]
+
+DEFAULT_CONTEXT_WINDOW = 4096
+ToolItem = str | Tool | Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    """Everything that shapes a chat.
+
+    - ``provider``: a registered name, a provider object, or ``None`` for the default;
+    - ``model``: the model name (else the provider's ``default_model``, if it has one);
+    - ``tools``: the tools offered, by registered name or as ``Tool``s and functions;
+    - ``max_turns``: requests per chat before it ends with ``max_turns`` (bounded, always);
+    - ``max_tool_calls``: tool calls per chat; later calls get an error result;
+    - ``tool_timeout``: seconds a tool may run (a tool's own ``timeout`` wins);
+    - ``context_window``: tokens; else what the provider reports; else 4096;
+    - ``tool_strategy``: ``auto`` (native when the model can, ReAct when not),
+      ``native``, ``react``, or another installed strategy.
+    """
+
+    provider: str | ProviderAdapter | None = None
+    model: str | None = None
+    system: str | None = None
+    tools: Sequence[ToolItem] = ()
+    tool_choice: str = "auto"
+    options: GenerationOptions = dataclasses.field(default_factory=GenerationOptions)
+    max_turns: int = 10
+    max_tool_calls: int = 50
+    tool_timeout: float | None = 60.0
+    context_window: int | None = None
+    tool_strategy: str = "auto"
+    think: bool | str | None = None
+    response_format: str | dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_turns, int) or self.max_turns < 1:
+            raise ValueError(f"max_turns must be a positive integer, not {self.max_turns!r}")
+        if not isinstance(self.max_tool_calls, int) or self.max_tool_calls < 0:
+            raise ValueError(
+                f"max_tool_calls must be a non-negative integer, not {self.max_tool_calls!r}"
+            )
+        if self.tool_timeout is not None and self.tool_timeout <= 0:
+            raise ValueError(f"tool_timeout must be positive or None, not {self.tool_timeout!r}")
+        if self.context_window is not None and self.context_window < 1:
+            raise ValueError(f"context_window must be positive, not {self.context_window!r}")
+        if isinstance(self.tools, (str, bytes)):
+            raise TypeError("tools must be a list of names or tools, not a string")
+        if not isinstance(self.options, GenerationOptions):
+            raise TypeError("options must be a GenerationOptions")
+
+    def with_overrides(self, **overrides: Any) -> ChatSettings:
+        """A copy with every override that is not ``None`` applied."""
+        changes = {k: v for k, v in overrides.items() if v is not None}
+        if "options" in changes:
+            changes["options"] = self.options.merged(changes["options"])
+        return dataclasses.replace(self, **changes) if changes else self

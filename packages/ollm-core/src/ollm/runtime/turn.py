@@ -1,0 +1,111 @@
+"""A turn: one request to the provider, the reply it streams, and that reply's tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ollm.runtime.conversation import Conversation
+from ollm.runtime.tool_runner import ToolOutcome, cancelled_outcome
+from ollm.types.events import ErrorEvent, FinishReason, ToolCallResultEvent, Usage
+from ollm.types.messages import Message, ToolCall
+from ollm.types.request import ProviderRequest
+
+__all__ = ["Turn"]
+
+
+class Turn:
+    """The state of one request, from the conversation as it stood to its commit.
+
+    The chat loop feeds it the provider's events (text, thinking, calls, the finish or
+    the error) and then commits it: the assistant's reply and one tool message per
+    call go into the conversation together. A turn that cannot finish is abandoned:
+    whatever streamed is kept, marked incomplete, and each call gets a result saying it
+    did not run, so the history stays valid.
+    """
+
+    __slots__ = (
+        "_ids",
+        "calls",
+        "committed",
+        "conversation",
+        "error",
+        "finish_reason",
+        "number",
+        "request",
+        "text_parts",
+        "thinking_parts",
+        "usage",
+    )
+
+    def __init__(self, number: int, request: ProviderRequest, conversation: Conversation) -> None:
+        self.number = number
+        self.request = request
+        self.conversation = conversation
+        self.text_parts: list[str] = []
+        self.thinking_parts: list[str] = []
+        self.calls: list[ToolCall] = []
+        self.finish_reason: FinishReason = "stop"
+        self.usage: Usage | None = None
+        self.error: ErrorEvent | None = None
+        self.committed = False
+        self._ids: set[str] = set()
+
+    def add_call(self, call: ToolCall) -> ToolCall:
+        """Queue a call; give it an id if it has none or repeats one of this turn."""
+        if not call.id or call.id in self._ids:
+            call = ToolCall(
+                id=f"call_{self.number}_{len(self.calls)}", name=call.name, args=call.args
+            )
+        self._ids.add(call.id)
+        self.calls.append(call)
+        return call
+
+    @property
+    def streamed_anything(self) -> bool:
+        """Whether the reply produced any text, thinking or call."""
+        return bool(self.text_parts or self.thinking_parts or self.calls)
+
+    def reply(self, *, incomplete: bool = False) -> Message:
+        """The assistant message assembled from what streamed."""
+        return Message.assistant(
+            "".join(self.text_parts),
+            tool_calls=tuple(self.calls),
+            thinking="".join(self.thinking_parts) or None,
+            incomplete=incomplete,
+        )
+
+    def commit(self, message: Message, outcomes: Sequence[ToolOutcome] = ()) -> None:
+        """Add the reply and its tool results to the conversation, once."""
+        if self.committed:
+            return
+        self.committed = True
+        self.conversation.append(message)
+        for outcome in outcomes:
+            self.conversation.append(
+                Message.tool(outcome.content, call=outcome.call, is_error=outcome.is_error)
+            )
+
+    def abandon(self, why: str) -> list[ToolOutcome]:
+        """Keep what streamed, marked incomplete; every call gets a 'did not run' result."""
+        if self.committed:
+            return []
+        outcomes = [cancelled_outcome(call, why) for call in self.calls]
+        if self.streamed_anything:
+            self.commit(self.reply(incomplete=True), outcomes)
+        else:
+            self.committed = True
+        return outcomes
+
+    def result_events(self, outcomes: Sequence[ToolOutcome]) -> list[ToolCallResultEvent]:
+        """One result event per outcome, in call order."""
+        return [
+            ToolCallResultEvent(
+                call=o.call,
+                result=o.content,
+                is_error=o.is_error,
+                error_code=o.error_code,
+                duration_ms=o.duration_ms,
+                turn=self.number,
+            )
+            for o in outcomes
+        ]

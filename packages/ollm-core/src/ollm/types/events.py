@@ -1,0 +1,200 @@
+"""Events: what a provider streams to the runtime, and what a chat streams to its caller.
+
+Both are tagged unions (``type`` field), so a whole stream encodes to NDJSON with one
+``msgspec.json.encode`` per event and decodes back with ``decode_event``. The events
+that mean the same thing on both sides (text, thinking, notice, error, finish) are the
+same classes.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from ollm.types.messages import ToolCall
+
+__all__ = [
+    "ChatEvent",
+    "ErrorEvent",
+    "FinishEvent",
+    "FinishReason",
+    "NoticeEvent",
+    "ProviderEvent",
+    "TextEvent",
+    "ThinkingEvent",
+    "TokenWarningEvent",
+    "ToolCallEvent",
+    "ToolCallResultEvent",
+    "ToolCallStartEvent",
+    "TurnCompleteEvent",
+    "Usage",
+    "decode_chat_event",
+    "decode_provider_event",
+    "encode_event",
+]
+
+FinishReason = Literal["stop", "length", "max_turns", "cancelled", "token_limit", "error"]
+"""Why a reply or a chat ended.
+
+A provider reports ``stop`` or ``length`` (and ``cancelled`` or ``error`` when it must);
+a chat may also end with ``max_turns``, ``cancelled``, ``token_limit`` or ``error``.
+"""
+
+
+class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Tokens used, and the provider's timings when it reports them (nanoseconds)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    total_duration_ns: int | None = None
+    load_duration_ns: int | None = None
+    prompt_eval_duration_ns: int | None = None
+    eval_duration_ns: int | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+            total_duration_ns=_add(self.total_duration_ns, other.total_duration_ns),
+            load_duration_ns=_add(self.load_duration_ns, other.load_duration_ns),
+            prompt_eval_duration_ns=_add(
+                self.prompt_eval_duration_ns, other.prompt_eval_duration_ns
+            ),
+            eval_duration_ns=_add(self.eval_duration_ns, other.eval_duration_ns),
+        )
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+class _Event(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True):
+    pass
+
+
+class TextEvent(_Event, frozen=True, tag="text"):
+    """A piece of the reply's text, as it arrives."""
+
+    text: str
+
+
+class ThinkingEvent(_Event, frozen=True, tag="thinking"):
+    """A piece of the model's reasoning, when it shows it."""
+
+    text: str
+
+
+class ToolCallEvent(_Event, frozen=True, tag="tool_call"):
+    """The model asked for a tool to run (provider side)."""
+
+    call: ToolCall
+
+
+class NoticeEvent(_Event, frozen=True, tag="notice"):
+    """Something worth telling the user that is not an error.
+
+    ``kind`` is a stable short word: ``loading_model``, ``strategy``, ``retry``,
+    ``info``.
+    """
+
+    message: str
+    kind: str = "info"
+
+
+class ErrorEvent(_Event, frozen=True, tag="error"):
+    """Something failed. ``code`` is one of the stable codes of ``ollm.errors``."""
+
+    message: str
+    code: str
+
+
+class FinishEvent(_Event, frozen=True, tag="finish"):
+    """The end of a reply (provider) or of a whole chat (runtime): exactly one, last."""
+
+    reason: FinishReason
+    usage: Usage | None = None
+
+
+class ToolCallStartEvent(_Event, frozen=True, tag="tool_call_start"):
+    """The model asked for a tool; it runs when the reply's stream has ended."""
+
+    call: ToolCall
+    turn: int = 0
+
+
+class ToolCallResultEvent(_Event, frozen=True, tag="tool_call_result"):
+    """A tool call's outcome: the text the model will read, or an error."""
+
+    call: ToolCall
+    result: str
+    is_error: bool = False
+    error_code: str | None = None
+    duration_ms: float = 0.0
+    turn: int = 0
+
+
+class TokenWarningEvent(_Event, frozen=True, tag="token_warning"):
+    """A request uses 90% or more of the tokens the context window allows."""
+
+    estimated_tokens: int
+    limit: int
+    context_window: int
+
+    @property
+    def ratio(self) -> float:
+        """How full the window is, 0.0 to 1.0."""
+        return self.estimated_tokens / self.limit if self.limit else 1.0
+
+
+class TurnCompleteEvent(_Event, frozen=True, tag="turn_complete"):
+    """One request and its tool calls are done."""
+
+    turn: int
+    reason: FinishReason = "stop"
+    tool_calls: int = 0
+    usage: Usage | None = None
+
+
+ProviderEvent = TextEvent | ThinkingEvent | ToolCallEvent | NoticeEvent | ErrorEvent | FinishEvent
+"""What ``ProviderAdapter.chat_stream`` yields."""
+
+ChatEvent = (
+    TextEvent
+    | ThinkingEvent
+    | ToolCallStartEvent
+    | ToolCallResultEvent
+    | TokenWarningEvent
+    | TurnCompleteEvent
+    | NoticeEvent
+    | ErrorEvent
+    | FinishEvent
+)
+"""What a chat yields to its caller."""
+
+_encoder = msgspec.json.Encoder()
+_provider_decoder = msgspec.json.Decoder(ProviderEvent)
+_chat_decoder = msgspec.json.Decoder(ChatEvent)
+
+
+def encode_event(event: ProviderEvent | ChatEvent) -> bytes:
+    """One event as a JSON line (without the newline)."""
+    return _encoder.encode(event)
+
+
+def decode_chat_event(data: bytes | str) -> ChatEvent:
+    """Decode one JSON line of a chat's event stream."""
+    event: ChatEvent = _chat_decoder.decode(data)
+    return event
+
+
+def decode_provider_event(data: bytes | str) -> ProviderEvent:
+    """Decode one JSON line of a provider's event stream."""
+    event: ProviderEvent = _provider_decoder.decode(data)
+    return event

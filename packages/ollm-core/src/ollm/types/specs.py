@@ -1,0 +1,74 @@
+"""What plugins contribute through their hooks: providers, token counters, strategies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import msgspec
+
+from ollm.types.provider import ProviderAdapter
+from ollm.types.request import ProviderRequest
+from ollm.types.strategy import ToolStrategy
+
+__all__ = [
+    "PluginRecord",
+    "PluginStatus",
+    "ProviderSpec",
+    "StrategySpec",
+    "TokenCounter",
+    "TokenCounterSpec",
+]
+
+TokenCounter = Callable[[ProviderRequest], int]
+"""Counts the prompt tokens of a request; must return a positive integer."""
+
+
+class ProviderSpec(msgspec.Struct, frozen=True):
+    """A provider that is built on first use, so discovery never opens a connection.
+
+    ``factory`` takes no arguments and returns the provider; import heavy modules
+    (an HTTP client) inside it, not at the top of the plugin module. ``default``
+    asks to be the default provider when the user has not chosen one.
+    """
+
+    name: str
+    factory: Callable[[], ProviderAdapter]
+    description: str = ""
+    default: bool = False
+
+
+class TokenCounterSpec(msgspec.Struct, frozen=True):
+    """A token counter for the models whose name matches ``pattern`` (a glob)."""
+
+    pattern: str
+    counter: TokenCounter
+
+
+class StrategySpec(msgspec.Struct, frozen=True):
+    """A tool-calling strategy; ``factory`` builds one for each chat."""
+
+    name: str
+    factory: Callable[[], ToolStrategy]
+    description: str = ""
+
+
+PluginStatus = Literal["loaded", "failed", "blocked", "disabled"]
+
+
+class PluginRecord(msgspec.Struct, frozen=True, omit_defaults=True):
+    """How loading one plugin went, for ``ollm plugins`` and for plugin authors.
+
+    ``phase`` says where a failure happened: ``import``, ``register`` or the name of
+    the hook that raised (``ollm_tools``...).
+    """
+
+    name: str
+    status: PluginStatus
+    distribution: str | None = None
+    version: str | None = None
+    module: str | None = None
+    hooks: tuple[str, ...] = ()
+    phase: str | None = None
+    error: str | None = None
+    contributes: dict[str, list[str]] = msgspec.field(default_factory=dict)

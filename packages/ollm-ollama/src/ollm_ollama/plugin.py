@@ -1,0 +1,1 @@
+"""Registration module of the ollm_ollama plugin (work in progress)."""

@@ -1,0 +1,1 @@
+"""Registration module of the ollm_react plugin (work in progress)."""

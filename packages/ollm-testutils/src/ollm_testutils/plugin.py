@@ -1,0 +1,1 @@
+"""Registration module of the ollm_testutils plugin (work in progress)."""

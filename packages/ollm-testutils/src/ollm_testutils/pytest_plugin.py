@@ -1,0 +1,1 @@
+"""pytest plugin of ollm-testutils (work in progress)."""
