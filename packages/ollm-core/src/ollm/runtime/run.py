@@ -315,6 +315,11 @@ class ChatRun:
             for event in review.events:
                 yield event
         calls = message.tool_calls
+        announced = {call.id for call in turn.calls}
+        for call in calls:
+            if call.id not in announced:
+                # A strategy's review may produce calls the stream never showed.
+                yield ToolCallStartEvent(call, turn.number)
         preset: dict[str, ToolOutcome] = {}
         if review is not None:
             for call in calls:
