@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any
@@ -77,6 +78,7 @@ _CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
 _MAX_EXPONENT = 10_000
 _MAX_FACTORIAL = 1_000
 _MAX_LENGTH = 500
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
 def calculate(expression: str) -> str:
@@ -90,7 +92,8 @@ def calculate(expression: str) -> str:
     Args:
         expression: The expression, for example "(3 + 4.5) * 2 ** 3".
     """
-    text = expression.strip().replace("^", "**").replace(",", "")
+    # "2,340" is a thousands separator; "round(x, 2)" is an argument list.
+    text = _THOUSANDS.sub("", expression.strip().replace("^", "**"))
     if len(text) > _MAX_LENGTH:
         raise ValueError(f"the expression is longer than {_MAX_LENGTH} characters")
     try:

@@ -13,6 +13,7 @@ nothing is half-registered. Discovery does no network I/O: providers are factori
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -135,6 +136,7 @@ def _load(
             _fail(registries, settings, candidate, "import", _describe(exc))
             return
     try:
+        _check_hook_names(manager, plugin)
         manager.register(plugin, name=candidate.name)
     except Exception as exc:
         _fail(registries, settings, candidate, "register", _describe(exc))
@@ -170,6 +172,19 @@ def _load(
             **candidate.record,
         )
     )
+
+
+def _check_hook_names(manager: pluggy.PluginManager, plugin: object) -> None:
+    """A misspelt hook would be ignored in silence; say so instead."""
+    for attr in dir(plugin):
+        if attr in HOOKS or manager.parse_hookimpl_opts(plugin, attr) is None:
+            continue
+        close = difflib.get_close_matches(attr, HOOKS, n=1)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        raise ValueError(
+            f"{attr} is marked @ollm.hookimpl but is not a hook of ollm.{hint} "
+            f"The hooks are: {', '.join(HOOKS)}."
+        )
 
 
 def _collect(hook: str, result: object, into: _Contribution, registries: Registries) -> None:

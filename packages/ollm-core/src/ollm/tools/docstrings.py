@@ -20,7 +20,7 @@ _GOOGLE_OTHER = re.compile(
 _NUMPY_UNDERLINE = re.compile(r"^\s*-{3,}\s*$")
 _SPHINX_FIELD = re.compile(r"^:(\w+)(?:\s+([^:]*?))?:\s*(.*)$")
 _GOOGLE_ENTRY = re.compile(r"^(\*{0,2}[A-Za-z_]\w*)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
-_NUMPY_ENTRY = re.compile(r"^([A-Za-z_]\w*)\s*(?::\s*(.*))?$")
+_NUMPY_ENTRY = re.compile(r"^([A-Za-z_][\w, ]*?)\s*(?::\s*(.*))?$")
 
 
 class Docstring:

@@ -135,7 +135,7 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             if name in stack:
                 raise _Recursive
             target = resolve(defs.get(name, {}), (*stack, name))
-            extra = {k: resolve(v, stack) for k, v in node.items() if k != "$ref"}
+            extra = {k: resolve(v, stack) for k, v in node.items() if k not in ("$ref", "$defs")}
             return {**target, **extra}
         return {k: resolve(v, stack) for k, v in node.items() if k not in ("title", "$defs")}
 

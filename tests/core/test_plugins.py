@@ -1,0 +1,255 @@
+"""Plugin discovery: real distributions on sys.path, broken ones, and the switches."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import ollm
+from ollm.plugins import PluginSettings
+
+GOOD = '''
+import ollm
+from collections.abc import AsyncIterator
+
+class {cls}:
+    name = "{provider}"
+    default_model = "tiny"
+
+    async def chat_stream(self, request) -> AsyncIterator[ollm.ProviderEvent]:
+        yield ollm.TextEvent("hello from {provider}")
+        yield ollm.FinishEvent("stop")
+
+def shout(text: str) -> str:
+    """Shout the text.
+
+    Args:
+        text: What to shout.
+    """
+    return text.upper() + "!"
+
+@ollm.hookimpl
+def ollm_providers():
+    return [ollm.ProviderSpec("{provider}", {cls}, "A provider from a third party")]
+
+@ollm.hookimpl
+def ollm_tools():
+    return [shout]
+'''
+
+BROKEN_IMPORT = """
+raise ImportError("No module named 'missing_sdk'")
+"""
+
+BROKEN_HOOK = """
+import ollm
+
+@ollm.hookimpl
+def ollm_tools():
+    raise RuntimeError("the tool pack exploded")
+
+@ollm.hookimpl
+def ollm_providers():
+    return [ollm.ProviderSpec("never-registered", lambda: None)]
+"""
+
+WRONG_HOOK_NAME = """
+import ollm
+
+@ollm.hookimpl
+def ollm_tool():
+    return []
+"""
+
+BAD_RETURN = """
+import ollm
+
+@ollm.hookimpl
+def ollm_tools():
+    return "not a list"
+"""
+
+MakeDist = Callable[[str, str], str]
+
+
+@pytest.fixture
+def make_dist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MakeDist:
+    """Install a throwaway distribution (a module + dist-info) on sys.path; return its name."""
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+
+    def make(plugin_name: str, source: str) -> str:
+        module = f"plugin_{plugin_name.replace('-', '_')}_{uuid.uuid4().hex[:8]}"
+        (site / f"{module}.py").write_text(textwrap.dedent(source))
+        dist = f"ollm_{module}"
+        info = site / f"{dist}-1.2.3.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {dist.replace('_', '-')}\nVersion: 1.2.3\n"
+        )
+        (info / "entry_points.txt").write_text(f"[ollm.plugins]\n{plugin_name} = {module}\n")
+        return module
+
+    return make
+
+
+def _record(registries: ollm.Registries, name: str) -> ollm.PluginRecord:
+    return next(r for r in registries.plugins if r.name == name)
+
+
+@pytest.mark.anyio
+async def test_a_third_party_provider_and_tool_pack_are_discovered(
+    anyio_backend: str, make_dist: MakeDist
+) -> None:
+    make_dist("acme", GOOD.format(cls="Acme", provider="acme"))
+    registries = ollm.discover(settings=PluginSettings())
+    record = _record(registries, "acme")
+    assert record.status == "loaded"
+    assert record.version == "1.2.3"
+    assert record.distribution is not None and record.distribution.startswith("ollm-plugin-acme")
+    assert record.hooks == ("ollm_providers", "ollm_tools")
+    assert record.contributes == {"providers": ["acme"], "tools": ["shout"]}
+    assert "acme" in registries.providers.list()
+    assert registries.tools.get("shout").pack == "acme"
+
+    client = ollm.ChatClient(registries, provider="acme", tools=["shout"])
+    result = await client.run("hi")
+    assert result.text == "hello from acme"
+
+
+def test_broken_plugins_are_recorded_and_skipped_and_the_rest_still_loads(
+    make_dist: MakeDist,
+) -> None:
+    make_dist("acme", GOOD.format(cls="Acme", provider="acme"))
+    make_dist("broken-import", BROKEN_IMPORT)
+    make_dist("broken-hook", BROKEN_HOOK)
+    make_dist("wrong-hook", WRONG_HOOK_NAME)
+    make_dist("bad-return", BAD_RETURN)
+    registries = ollm.discover(settings=PluginSettings())
+
+    assert _record(registries, "acme").status == "loaded"
+    failed = _record(registries, "broken-import")
+    assert (failed.status, failed.phase) == ("failed", "import")
+    assert failed.error == "ImportError: No module named 'missing_sdk'"
+    assert failed.version == "1.2.3"
+
+    hook = _record(registries, "broken-hook")
+    assert (hook.status, hook.phase) == ("failed", "ollm_tools")
+    assert "the tool pack exploded" in (hook.error or "")
+    # A plugin is skipped as a whole: its other hook's contributions are not registered.
+    assert "never-registered" not in registries.providers
+
+    assert _record(registries, "wrong-hook").phase == "register"
+    assert (
+        "ollm_tool is marked @ollm.hookimpl but is not a hook of ollm. Did you mean ollm_tools?"
+        in (_record(registries, "wrong-hook").error or "")
+    )
+    assert _record(registries, "bad-return").phase == "ollm_tools"
+    assert "must return a list" in (_record(registries, "bad-return").error or "")
+    # The installed plugins of the workspace still load.
+    assert _record(registries, "toolbox").status == "loaded"
+
+
+def test_strict_mode_raises_at_the_first_failure(make_dist: MakeDist) -> None:
+    make_dist("broken-import", BROKEN_IMPORT)
+    with pytest.raises(ollm.PluginError, match="'broken-import'.*failed at import"):
+        ollm.discover(settings=PluginSettings(strict=True))
+
+
+def test_a_blocked_plugin_is_never_imported(make_dist: MakeDist) -> None:
+    module = make_dist("acme", GOOD.format(cls="Acme", provider="acme"))
+    registries = ollm.discover(settings=PluginSettings(block=frozenset({"acme"})))
+    assert _record(registries, "acme").status == "blocked"
+    assert module not in sys.modules
+    assert "acme" not in registries.providers
+
+
+def test_the_allow_list_loads_only_what_it_names(make_dist: MakeDist) -> None:
+    make_dist("acme", GOOD.format(cls="Acme", provider="acme"))
+    registries = ollm.discover(settings=PluginSettings(allow=frozenset({"acme"})))
+    statuses = {r.name: r.status for r in registries.plugins}
+    assert statuses["acme"] == "loaded"
+    assert statuses["toolbox"] == "blocked"
+    assert registries.providers.list() == ["acme"]
+
+
+def test_autoload_off_loads_only_plugins_passed_by_hand(make_dist: MakeDist) -> None:
+    module = make_dist("acme", GOOD.format(cls="Acme", provider="acme"))
+    import ollm.toolbox
+
+    registries = ollm.discover(settings=PluginSettings(autoload=False), plugins=[ollm.toolbox])
+    statuses = {r.name: r.status for r in registries.plugins}
+    assert statuses["acme"] == "disabled"
+    assert statuses["ollm.toolbox"] == "loaded"
+    assert module not in sys.modules
+    assert registries.tools.list() == ["current_time", "calculate"]
+
+
+def test_the_switches_come_from_the_environment() -> None:
+    settings = PluginSettings.from_env(
+        {
+            "OLLM_PLUGINS": "ollama, react",
+            "OLLM_BLOCK_PLUGINS": "broken",
+            "OLLM_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "OLLM_STRICT_PLUGINS": "true",
+        }
+    )
+    assert settings == PluginSettings(
+        allow=frozenset({"ollama", "react"}),
+        block=frozenset({"broken"}),
+        autoload=False,
+        strict=True,
+    )
+    assert PluginSettings.from_env({}) == PluginSettings()
+    assert not PluginSettings(allow=frozenset({"a"}), block=frozenset({"a"})).admits("a")
+
+
+def test_two_plugins_offering_one_provider_name_keep_the_first(make_dist: MakeDist) -> None:
+    make_dist("aaa", GOOD.format(cls="One", provider="same"))
+    make_dist("bbb", GOOD.format(cls="Two", provider="same").replace("shout", "whisper"))
+    registries = ollm.discover(settings=PluginSettings())
+    assert _record(registries, "aaa").status == "loaded"
+    second = _record(registries, "bbb")
+    assert second.status == "failed"
+    assert "already provided" in (second.error or "")
+
+
+def test_every_test_can_have_its_own_plugin_manager() -> None:
+    from ollm import toolbox
+
+    first, second = ollm.build_plugin_manager(), ollm.build_plugin_manager()
+    assert first is not second
+    first.register(toolbox)
+    assert first.is_registered(toolbox)
+    assert not second.is_registered(toolbox)
+
+
+def test_discovery_with_every_package_imports_no_httpx() -> None:
+    """With all four packages installed, import ollm + discovery leaves httpx unloaded."""
+    code = textwrap.dedent(
+        """
+        import json, sys
+        import ollm
+        registries = ollm.discover()
+        print(json.dumps({
+            "httpx": "httpx" in sys.modules,
+            "plugins": {r.name: r.status for r in registries.plugins},
+            "providers": registries.providers.list(),
+        }))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    report = json.loads(out)
+    assert report["httpx"] is False
+    for name in ("ollama", "react", "testutils", "toolbox"):
+        assert report["plugins"][name] == "loaded", report

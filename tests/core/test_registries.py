@@ -1,0 +1,222 @@
+"""Registries: providers (properties 1-3), tools, token counters, strategies."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from ollm_strategies import names
+
+import ollm
+from ollm.registries import fallback_count
+from ollm_testutils.mock import ScriptedProvider
+
+
+class _Provider:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def chat_stream(self, request: ollm.ProviderRequest) -> AsyncIterator[ollm.ProviderEvent]:
+        yield ollm.FinishEvent("stop")
+
+
+class _Closeable(_Provider):
+    closed = 0
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+@given(names)
+def test_property_1_a_provider_registered_by_name_comes_back(name: str) -> None:
+    """Property 1: registering under a unique name and getting it returns the same object."""
+    registry = ollm.ProviderRegistry()
+    provider = _Provider(name)
+    registry.register(provider)
+    assert registry.get(name) is provider
+
+
+@given(st.lists(names, min_size=1, max_size=8, unique=True), st.data())
+def test_property_2_the_default_is_what_get_default_and_a_chat_use(
+    provider_names: list[str], data: st.DataObject
+) -> None:
+    """Property 2: the provider set as default is what get_default() (and get()) returns."""
+    registry = ollm.ProviderRegistry()
+    providers = {name: _Provider(name) for name in provider_names}
+    for provider in providers.values():
+        registry.register(provider)
+    chosen = data.draw(st.sampled_from(provider_names))
+    registry.set_default(chosen)
+    assert registry.get_default() is providers[chosen]
+    assert registry.get() is providers[chosen]
+    assert registry.get(None) is providers[chosen]
+
+
+@pytest.mark.anyio
+@given(st.lists(names, min_size=2, max_size=5, unique=True), st.data())
+async def test_property_2_a_chat_without_a_provider_uses_the_default(
+    anyio_backend: str, provider_names: list[str], data: st.DataObject
+) -> None:
+    """Property 2: ...and what a chat uses when no provider is named."""
+    registries = ollm.Registries()
+    providers = {n: ScriptedProvider(f"from {n}", name=n) for n in provider_names}
+    for provider in providers.values():
+        registries.providers.register(provider)
+    chosen = data.draw(st.sampled_from(provider_names))
+    registries.providers.set_default(chosen)
+    result = await ollm.ChatClient(registries).run("hi")
+    assert result.text == f"from {chosen}"
+    assert [len(p.requests) for n, p in providers.items() if n != chosen] == [0] * (
+        len(provider_names) - 1
+    )
+
+
+@given(st.lists(names, max_size=10, unique=True))
+def test_property_3_list_returns_exactly_the_names_each_once(provider_names: list[str]) -> None:
+    """Property 3: list() returns exactly the names registered, each once."""
+    registry = ollm.ProviderRegistry()
+    for name in provider_names:
+        registry.register(_Provider(name))
+    listed = registry.list()
+    assert sorted(listed) == sorted(provider_names)
+    assert len(listed) == len(set(listed))
+
+
+def test_an_unknown_provider_error_lists_the_installed_ones_and_a_near_name() -> None:
+    registry = ollm.ProviderRegistry()
+    registry.register(_Provider("ollama"))
+    registry.register(_Provider("echo"))
+    with pytest.raises(ollm.ProviderNotFoundError) as caught:
+        registry.get("olama")
+    message = str(caught.value)
+    assert "'olama' is not installed" in message
+    assert "Did you mean 'ollama'?" in message
+    assert "ollama, echo" in message
+    assert caught.value.code == "PROVIDER_NOT_FOUND"
+
+
+def test_no_provider_at_all_says_what_to_install() -> None:
+    with pytest.raises(ollm.ProviderNotFoundError, match="pip install ollm-ollama"):
+        ollm.ProviderRegistry().get_default()
+
+
+def test_several_providers_and_no_default_asks_to_choose() -> None:
+    registry = ollm.ProviderRegistry()
+    registry.register(_Provider("a"))
+    registry.register(_Provider("b"))
+    with pytest.raises(ollm.ProviderNotFoundError, match="several are registered"):
+        registry.get_default()
+
+
+def test_the_only_provider_is_the_default() -> None:
+    registry = ollm.ProviderRegistry()
+    provider = _Provider("only")
+    registry.register(provider)
+    assert registry.get_default() is provider
+
+
+def test_a_spec_marked_default_wins_until_set_default_says_otherwise() -> None:
+    registry = ollm.ProviderRegistry()
+    registry.register(_Provider("first"))
+    registry.register(ollm.ProviderSpec("preferred", lambda: _Provider("preferred"), default=True))
+    assert registry.default_name == "preferred"
+    registry.set_default("first")
+    assert registry.get_default().name == "first"
+
+
+def test_a_factory_runs_once_on_first_use() -> None:
+    built: list[int] = []
+
+    def factory() -> _Provider:
+        built.append(1)
+        return _Provider("lazy")
+
+    registry = ollm.ProviderRegistry()
+    registry.register(ollm.ProviderSpec("lazy", factory))
+    assert built == []
+    first = registry.get("lazy")
+    assert registry.get("lazy") is first
+    assert built == [1]
+
+
+def test_a_failing_factory_is_a_plugin_error_naming_the_provider() -> None:
+    def factory() -> _Provider:
+        raise RuntimeError("no credentials")
+
+    registry = ollm.ProviderRegistry()
+    registry.register(ollm.ProviderSpec("broken", factory))
+    with pytest.raises(ollm.PluginError, match="'broken' failed to start: no credentials"):
+        registry.get("broken")
+
+
+def test_names_are_unique_unless_replaced() -> None:
+    registry = ollm.ProviderRegistry()
+    registry.register(_Provider("x"))
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(_Provider("x"))
+    replacement = _Provider("x")
+    registry.register(replacement, replace=True)
+    assert registry.get("x") is replacement
+
+
+def test_something_that_is_not_a_provider_is_refused() -> None:
+    registry = ollm.ProviderRegistry()
+    with pytest.raises(TypeError, match="name"):
+        registry.register(object())  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_aclose_closes_what_the_registry_built_not_what_it_was_given(
+    anyio_backend: str,
+) -> None:
+    registry = ollm.ProviderRegistry()
+    given_provider = _Closeable("given")
+    built_provider = _Closeable("built")
+    registry.register(given_provider)
+    registry.register(ollm.ProviderSpec("built", lambda: built_provider))
+    registry.get("built")
+    await registry.aclose()
+    assert built_provider.closed == 1
+    assert given_provider.closed == 0
+    assert registry.get("given") is given_provider
+
+
+def test_tool_registry_refuses_duplicates_and_explains_unknown_names() -> None:
+    def get_weather(city: str) -> str:
+        """Weather."""
+        return city
+
+    registry = ollm.ToolRegistry()
+    registry.register(get_weather, pack="weather-pack")
+    with pytest.raises(ValueError, match="by tool pack 'weather-pack'"):
+        registry.register(get_weather)
+    with pytest.raises(ollm.ToolNotFoundError) as caught:
+        registry.get("Get_Weathr")
+    assert "Did you mean 'get_weather'?" in str(caught.value)
+    assert "Available tools: get_weather" in str(caught.value)
+    assert registry.get("get_weather").pack == "weather-pack"
+
+
+def test_token_counters_match_exact_names_then_globs() -> None:
+    counters = ollm.TokenCounterRegistry()
+    counters.register("llama*", lambda request: 1)
+    counters.register("llama3.2", lambda request: 2)
+    request = ollm.ProviderRequest(model="llama3.2", messages=())
+    assert counters.get("llama3.2")(request) == 2  # type: ignore[misc]
+    assert counters.get("llama2")(request) == 1  # type: ignore[misc]
+    assert counters.get("qwen3") is None
+
+
+@given(st.text(max_size=200))
+def test_property_24_the_fallback_estimate_is_ceil_chars_over_4(text: str) -> None:
+    """Property 24: the fallback estimate of any text is ceil(len(text) / 4)."""
+    assert ollm.estimate_text_tokens(text) == -(-len(text) // 4)
+    request = ollm.ProviderRequest(model="m", messages=(ollm.Message.user(text),))
+    assert fallback_count(request) == max(1, -(-len(text) // 4))
+
+
+def test_an_unknown_strategy_says_how_to_install_react() -> None:
+    with pytest.raises(ollm.PluginError, match="pip install ollm-react"):
+        ollm.StrategyRegistry().create("react")
