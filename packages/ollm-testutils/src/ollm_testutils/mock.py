@@ -3,7 +3,9 @@
 ``ScriptedProvider`` answers each request with the next ``Reply`` of its script and
 records every request; ``FunctionProvider`` asks a function. Both honour the abort
 signal (``handles_abort = True``), so a test can abort a chat at any point, and both
-report capabilities (tools, context window) when given some.
+report capabilities (tools, context window) when given some. Given ``models=`` they
+also manage models (``ModelManagement``), and given ``embedding_dimensions=`` they
+embed texts (``Embeddings``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ollm.types import (
     FinishEvent,
     FinishReason,
     ModelCapabilities,
+    ModelInfo,
     NoticeEvent,
     ProviderEvent,
     ProviderRequest,
@@ -31,8 +34,16 @@ from ollm.types import (
     ToolCallEvent,
     Usage,
 )
+from ollm_testutils.capabilities import MockEmbeddings, MockModels
 
-__all__ = ["FunctionProvider", "MockProvider", "Reply", "ScriptedProvider"]
+__all__ = [
+    "FunctionProvider",
+    "MockEmbeddings",
+    "MockModels",
+    "MockProvider",
+    "Reply",
+    "ScriptedProvider",
+]
 
 CallSpec = ToolCall | tuple[str, dict[str, Any]]
 
@@ -123,6 +134,16 @@ class Reply:
         """Some text, then nothing until the chat is aborted."""
         return cls(text, hang=True)
 
+    @classmethod
+    def slow_first_byte(cls, text: str | Sequence[str], delay: float) -> Reply:
+        """A reply whose first event comes only after ``delay`` seconds."""
+        return cls(text, first_delay=delay)
+
+    @classmethod
+    def calling(cls, *calls: CallSpec, text: str | Sequence[str] = ()) -> Reply:
+        """A reply that calls tools: ``Reply.calling(("get_weather", {"city": "Paris"}))``."""
+        return cls(text, tool_calls=calls)
+
     def events(self, number: int) -> list[ProviderEvent]:
         """The events of this reply; tool calls without ids get ``call_<number>_<i>``."""
         if self._events is not None:
@@ -157,7 +178,10 @@ class MockProvider:
 
     ``capabilities`` is what ``model_capabilities`` reports (all unknown by default).
     ``token_counter`` makes the provider count tokens (``TokenCounting``) with it;
-    without one, it does not count and the runtime estimates.
+    without one, it does not count and the runtime estimates. ``models`` (names,
+    ``ModelInfo``s or a ``MockModels``) makes it manage models (``ModelManagement``:
+    list, show, pull with progress, delete); ``embedding_dimensions`` makes it embed
+    texts (``Embeddings``) into deterministic unit vectors of that size.
     """
 
     handles_abort = True
@@ -169,6 +193,8 @@ class MockProvider:
         default_model: str | None = "mock-model",
         capabilities: ModelCapabilities | None = None,
         token_counter: Callable[[ProviderRequest], int] | None = None,
+        models: MockModels | Iterable[ModelInfo | str] | None = None,
+        embedding_dimensions: int | None = None,
     ) -> None:
         self.name = name
         self.default_model = default_model
@@ -184,6 +210,19 @@ class MockProvider:
 
             # An instance attribute, so that only a counting mock is a TokenCounting.
             self.count_tokens = count_tokens
+        self.models: MockModels | None = None
+        if models is not None:
+            store = models if isinstance(models, MockModels) else MockModels(models, provider=name)
+            self.models = store
+            self.list_models = store.list_models
+            self.show_model = store.show_model
+            self.pull_model = store.pull_model
+            self.stream_pull = store.stream_pull
+            self.delete_model = store.delete_model
+        self.embeddings: MockEmbeddings | None = None
+        if embedding_dimensions is not None:
+            self.embeddings = MockEmbeddings(embedding_dimensions)
+            self.embed = self.embeddings.embed
 
     async def model_capabilities(self, model: str) -> ModelCapabilities:
         """What the test said the model can do."""
@@ -243,12 +282,16 @@ class ScriptedProvider(MockProvider):
         default_model: str | None = "mock-model",
         capabilities: ModelCapabilities | None = None,
         token_counter: Callable[[ProviderRequest], int] | None = None,
+        models: MockModels | Iterable[ModelInfo | str] | None = None,
+        embedding_dimensions: int | None = None,
     ) -> None:
         super().__init__(
             name,
             default_model=default_model,
             capabilities=capabilities,
             token_counter=token_counter,
+            models=models,
+            embedding_dimensions=embedding_dimensions,
         )
         self.script: list[Reply] = []
         self.repeat_last = repeat_last
@@ -301,12 +344,16 @@ class FunctionProvider(MockProvider):
         default_model: str | None = "mock-model",
         capabilities: ModelCapabilities | None = None,
         token_counter: Callable[[ProviderRequest], int] | None = None,
+        models: MockModels | Iterable[ModelInfo | str] | None = None,
+        embedding_dimensions: int | None = None,
     ) -> None:
         super().__init__(
             name,
             default_model=default_model,
             capabilities=capabilities,
             token_counter=token_counter,
+            models=models,
+            embedding_dimensions=embedding_dimensions,
         )
         self.function = function
         self._numbers = itertools.count(1)
@@ -324,8 +371,15 @@ class FunctionProvider(MockProvider):
             async for event in self._play(decision, request, number):
                 yield event
         elif isinstance(decision, AsyncIterable):
-            async for event in decision:
-                yield event
+            iterator = decision.__aiter__()
+            try:
+                async for event in iterator:
+                    yield event
+            finally:
+                # Closing this stream must close the function's stream too, at once.
+                aclose = getattr(iterator, "aclose", None)
+                if aclose is not None:
+                    await aclose()
         else:
             for event in decision:
                 yield event

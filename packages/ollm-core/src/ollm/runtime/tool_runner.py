@@ -88,9 +88,12 @@ async def _invoke(
     except ToolArgumentsError as exc:
         return ToolOutcome(call, str(exc), True, ErrorCode.INVALID_ARGUMENTS, _ms(started))
     except (Exception, SystemExit) as exc:
-        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         return ToolOutcome(
-            call, f"Tool {call.name!r} failed: {detail}", True, ErrorCode.TOOL_FAILED, _ms(started)
+            call,
+            f"Tool {call.name!r} failed: {_describe(exc)}",
+            True,
+            ErrorCode.TOOL_FAILED,
+            _ms(started),
         )
     if scope.cancelled_caught:
         return ToolOutcome(
@@ -101,6 +104,13 @@ async def _invoke(
             _ms(started),
         )
     return ToolOutcome(call, render_result(value), False, None, _ms(started))
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message``; for an exception group (a tool's own task group), its leaves."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _ms(started: float) -> float:

@@ -1,0 +1,212 @@
+"""How the runtime picks and drives a tool-calling strategy (a stand-in plays ReAct here)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import msgspec
+import pytest
+from runtime_helpers import assert_history_valid, assert_one_finish_last, collect
+
+import ollm
+from ollm_testutils.mock import Reply, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+
+@ollm.tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+class TextTools(ollm.NativeStrategy):
+    """A stand-in for ReAct: sends no tools, turns "CALL name" text into a tool call."""
+
+    name = "react"
+
+    def __init__(self) -> None:
+        self.requests: list[ollm.ProviderRequest] = []
+        self.reviews = 0
+
+    async def stream(  # type: ignore[override]
+        self, provider: ollm.ProviderAdapter, request: ollm.ProviderRequest
+    ) -> AsyncIterator[ollm.ProviderEvent]:
+        text_request = msgspec.structs.replace(request, tools=())
+        self.requests.append(text_request)
+        async for event in provider.chat_stream(text_request):
+            if isinstance(event, ollm.TextEvent) and event.text.startswith("CALL "):
+                yield ollm.ToolCallEvent(ollm.ToolCall("t1", event.text[5:], {"q": "x"}))
+            else:
+                yield event
+
+
+def _registries(provider: ollm.ProviderAdapter, strategy: type = TextTools) -> ollm.Registries:
+    registries = ollm.Registries()
+    registries.providers.register(provider)
+    registries.strategies.register(ollm.StrategySpec("react", strategy))
+    return registries
+
+
+async def test_a_model_known_to_lack_tools_gets_react_with_a_notice(anyio_backend: str) -> None:
+    provider = ScriptedProvider(
+        "CALL lookup", "the answer", capabilities=ollm.ModelCapabilities(tools=False)
+    )
+    chat_client = ollm.ChatClient(_registries(provider), model="tiny", tools=[lookup])
+    events = await collect(chat_client.chat("q"))
+    notices = [e for e in events if isinstance(e, ollm.NoticeEvent)]
+    assert [(n.kind, n.message) for n in notices] == [
+        ("strategy", "tiny cannot call tools natively: using ReAct.")
+    ]
+    assert all(r.tools == () for r in provider.requests)
+    results = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert [r.result for r in results] == ["found x"]
+    assert_one_finish_last(events, "stop")
+
+
+async def test_without_react_a_model_lacking_tools_fails_with_the_install_hint(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider("never", capabilities=ollm.ModelCapabilities(tools=False))
+    registries = ollm.Registries()
+    registries.providers.register(provider)
+    events = await collect(ollm.ChatClient(registries, model="tiny", tools=[lookup]).chat("q"))
+    error = next(e for e in events if isinstance(e, ollm.ErrorEvent))
+    assert error.code == "TOOLS_UNSUPPORTED"
+    assert "pip install ollm-react" in error.message
+    assert provider.requests == []
+
+
+async def test_a_tools_unsupported_answer_switches_to_react_and_is_remembered(
+    anyio_backend: str,
+) -> None:
+    refusal = ollm.ErrorEvent(
+        "registry.ollama.ai/library/tiny:latest does not support tools", "TOOLS_UNSUPPORTED"
+    )
+    provider = ScriptedProvider(Reply(error=refusal), "CALL lookup", "done", "second chat")
+    chat_client = ollm.ChatClient(_registries(provider), model="tiny", tools=[lookup])
+    events = await collect(chat_client.chat("q"))
+    assert not [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    notice = next(e for e in events if isinstance(e, ollm.NoticeEvent))
+    assert notice.message == "tiny does not support native tool calling: switched to ReAct."
+    assert [bool(r.tools) for r in provider.requests] == [True, False, False]
+    assert_one_finish_last(events, "stop")
+    assert_history_valid(chat_client.conversation)
+    # The next chat with this model goes straight to ReAct.
+    await collect(chat_client.chat("again"))
+    assert provider.requests[-1].tools == ()
+    assert len(provider.requests) == 4
+
+
+async def test_without_react_a_tools_unsupported_answer_says_to_install_it(
+    anyio_backend: str,
+) -> None:
+    refusal = ollm.ErrorEvent("tiny does not support tools", "TOOLS_UNSUPPORTED")
+    provider = ScriptedProvider(Reply(error=refusal))
+    registries = ollm.Registries()
+    registries.providers.register(provider)
+    events = await collect(ollm.ChatClient(registries, model="tiny", tools=[lookup]).chat("q"))
+    error = next(e for e in events if isinstance(e, ollm.ErrorEvent))
+    assert error.message.startswith("tiny does not support tools. ")
+    assert "pip install ollm-react" in error.message
+    assert_one_finish_last(events, "error")
+
+
+async def test_asking_for_native_never_switches(anyio_backend: str) -> None:
+    refusal = ollm.ErrorEvent("tiny does not support tools", "TOOLS_UNSUPPORTED")
+    provider = ScriptedProvider(Reply(error=refusal))
+    chat_client = ollm.ChatClient(
+        _registries(provider), model="tiny", tools=[lookup], tool_strategy="native"
+    )
+    events = await collect(chat_client.chat("q"))
+    assert [e.code for e in events if isinstance(e, ollm.ErrorEvent)] == ["TOOLS_UNSUPPORTED"]
+    assert len(provider.requests) == 1
+
+
+class Reviewing(TextTools):
+    """Exercises every kind of verdict a review can give."""
+
+    def review(self, reply: ollm.Message) -> ollm.ReplyReview | None:
+        self.reviews += 1
+        if reply.text == "garbled":
+            return ollm.ReplyReview(feedback="Observation: use the format.")
+        if reply.text == "give up":
+            return ollm.ReplyReview(error=ollm.ErrorEvent("too many bad replies", "FORMAT_ERROR"))
+        if reply.tool_calls and self.reviews > 2:
+            call = reply.tool_calls[0]
+            return ollm.ReplyReview(results={call.id: "repeated; the result was: found x"})
+        if reply.text == "just a thought":
+            answer = ollm.Message.assistant("the thought is the answer")
+            return ollm.ReplyReview(message=answer, events=(ollm.TextEvent(answer.text),))
+        return None
+
+
+async def test_review_feedback_adds_a_user_message_and_takes_another_turn(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider("garbled", "fine")
+    chat_client = ollm.ChatClient(
+        _registries(provider, Reviewing), tools=[lookup], tool_strategy="react"
+    )
+    events = await collect(chat_client.chat("q"))
+    assert_one_finish_last(events, "stop")
+    assert [m.text for m in chat_client.conversation.messages] == [
+        "q",
+        "garbled",
+        "Observation: use the format.",
+        "fine",
+    ]
+
+
+async def test_review_error_ends_the_chat(anyio_backend: str) -> None:
+    provider = ScriptedProvider("give up")
+    chat_client = ollm.ChatClient(
+        _registries(provider, Reviewing), tools=[lookup], tool_strategy="react"
+    )
+    events = await collect(chat_client.chat("q"))
+    assert [e.code for e in events if isinstance(e, ollm.ErrorEvent)] == ["FORMAT_ERROR"]
+    assert_one_finish_last(events, "error")
+    assert_history_valid(chat_client.conversation)
+
+
+async def test_review_results_stop_a_call_from_running(anyio_backend: str) -> None:
+    provider = ScriptedProvider("CALL lookup", "CALL lookup", "CALL lookup", "done")
+    chat_client = ollm.ChatClient(
+        _registries(provider, Reviewing), tools=[lookup], tool_strategy="react"
+    )
+    events = await collect(chat_client.chat("q"))
+    results = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert [r.is_error for r in results] == [False, False, True]
+    assert "repeated" in results[2].result
+    assert_one_finish_last(events, "stop")
+
+
+async def test_a_review_can_replace_the_reply_and_show_text(anyio_backend: str) -> None:
+    provider = ScriptedProvider("just a thought")
+    chat_client = ollm.ChatClient(
+        _registries(provider, Reviewing), tools=[lookup], tool_strategy="react"
+    )
+    result = await chat_client.run("q")
+    assert result.text == "just a thoughtthe thought is the answer"
+    assert chat_client.conversation.messages[-1].text == "the thought is the answer"
+
+
+class WrapsUp(TextTools):
+    def wrap_up(self, request: ollm.ProviderRequest) -> ollm.ProviderRequest | None:
+        final = ollm.Message.user("Give your final answer now.")
+        return msgspec.structs.replace(request, tools=(), messages=(*request.messages, final))
+
+
+async def test_at_the_turn_limit_a_strategy_may_ask_for_a_last_answer(anyio_backend: str) -> None:
+    provider = ScriptedProvider("CALL lookup", repeat_last=True)
+    provider.script.append(Reply("CALL lookup"))
+    chat_client = ollm.ChatClient(
+        _registries(provider, WrapsUp), tools=[lookup], tool_strategy="react", max_turns=2
+    )
+    events = await collect(chat_client.chat("q"))
+    assert len(provider.requests) == 3
+    assert provider.requests[2].messages[-1].text == "Give your final answer now."
+    results = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert [r.error_code for r in results] == [None, None, "TOOL_LIMIT"]
+    assert_one_finish_last(events, "max_turns")
+    assert_history_valid(chat_client.conversation)
