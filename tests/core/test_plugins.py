@@ -114,7 +114,8 @@ async def test_a_third_party_provider_and_tool_pack_are_discovered(
     record = _record(registries, "acme")
     assert record.status == "loaded"
     assert record.version == "1.2.3"
-    assert record.distribution is not None and record.distribution.startswith("ollm-plugin-acme")
+    assert record.distribution is not None
+    assert record.distribution.startswith("ollm-plugin-acme")
     assert record.hooks == ("ollm_providers", "ollm_tools")
     assert record.contributes == {"providers": ["acme"], "tools": ["shout"]}
     assert "acme" in registries.providers.list()
@@ -160,7 +161,7 @@ def test_broken_plugins_are_recorded_and_skipped_and_the_rest_still_loads(
 
 def test_strict_mode_raises_at_the_first_failure(make_dist: MakeDist) -> None:
     make_dist("broken-import", BROKEN_IMPORT)
-    with pytest.raises(ollm.PluginError, match="'broken-import'.*failed at import"):
+    with pytest.raises(ollm.PluginError, match=r"'broken-import'.*failed at import"):
         ollm.discover(settings=PluginSettings(strict=True))
 
 
