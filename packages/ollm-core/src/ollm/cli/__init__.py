@@ -1,23 +1,109 @@
-"""The ``ollm`` command line (placeholder until the CLI lands)."""
+"""The ``ollm`` command line: one consumer of the runtime's event stream.
+
+Only ``argparse`` and this package load before a command runs; each command imports what
+it needs (the runtime, a provider, a progress bar) when it is chosen, so ``ollm --help``
+starts at once and never imports an HTTP client.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``ollm`` console script."""
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["--version"]:
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ollm`` with ``argv`` (default: the process's arguments); return the exit code."""
+    from ollm.cli.parser import build_parser
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    if args.version:
         from ollm._version import __version__
 
         print(f"ollm {__version__}")
-        return 0
-    from ollm.plugins import discover
+        return EXIT_OK
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    if args.command == "models" and args.action is None:
+        parser.parse_args(["models", "--help"])
+        return EXIT_USAGE
 
-    registries = discover()
-    for record in registries.plugins:
-        print(
-            f"{record.name:12} {record.status:8} {record.distribution or ''} {record.error or ''}"
+    _configure_logging(args.debug)
+    from ollm.cli.terminal import Terminal
+
+    terminal = Terminal()
+    try:
+        return _dispatch(args, terminal)
+    except KeyboardInterrupt:
+        terminal.end_line()
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`ollm ... | head`): not an error of ours.
+        _silence_stdout()
+        return EXIT_OK
+    except Exception as exc:
+        from ollm.errors import OllmError
+
+        if isinstance(exc, OllmError):
+            terminal.error(exc.message)
+            if args.debug:
+                logging.getLogger("ollm.cli").exception("details")
+            return EXIT_ERROR
+        if args.debug:
+            raise
+        terminal.error(
+            f"unexpected {type(exc).__name__}: {exc}. Run again with --debug to see where, "
+            "and please report it."
         )
-    return 0
+        return EXIT_ERROR
+
+
+def _dispatch(args: object, terminal: object) -> int:
+    command = getattr(args, "command", None)
+    if command == "chat":
+        from ollm.cli.chat import run_chat
+
+        return run_chat(args, terminal)  # type: ignore[arg-type]
+    if command == "models":
+        from ollm.cli.models import run_models
+
+        return run_models(args, terminal)  # type: ignore[arg-type]
+    from ollm.cli.inventory import run_plugins, run_tools
+
+    if command == "plugins":
+        return run_plugins(args, terminal)  # type: ignore[arg-type]
+    return run_tools(args, terminal)  # type: ignore[arg-type]
+
+
+def _configure_logging(debug: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter(
+            "%(levelname)s %(name)s: %(message)s" if debug else "warning: %(message)s"
+        )
+    )
+    logger = logging.getLogger("ollm")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if debug else logging.WARNING)
+    logger.propagate = False
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

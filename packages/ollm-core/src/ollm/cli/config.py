@@ -1,0 +1,52 @@
+"""Configuration of a command: flags, then environment, then defaults, resolved here only."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ollm.errors import InvalidRequestError
+from ollm.plugins import PluginSettings, discover
+from ollm.registries import Registries
+
+__all__ = ["CliConfig", "load_registries"]
+
+BACKENDS = ("asyncio", "trio")
+
+
+@dataclass(frozen=True)
+class CliConfig:
+    """What every command needs to know."""
+
+    provider: str | None
+    model: str | None
+    backend: str
+    debug: bool
+
+    @classmethod
+    def from_args(cls, args: Any, environ: Mapping[str, str] | None = None) -> CliConfig:
+        """Flags win over ``OLLM_PROVIDER``, ``OLLM_MODEL`` and ``OLLM_BACKEND``."""
+        env = os.environ if environ is None else environ
+        backend = getattr(args, "backend", None) or env.get("OLLM_BACKEND") or "asyncio"
+        if backend not in BACKENDS:
+            raise InvalidRequestError(
+                f"OLLM_BACKEND={backend!r} is not a backend: use asyncio or trio."
+            )
+        return cls(
+            provider=getattr(args, "provider", None) or env.get("OLLM_PROVIDER") or None,
+            model=getattr(args, "model", None) or env.get("OLLM_MODEL") or None,
+            backend=backend,
+            debug=bool(getattr(args, "debug", False)),
+        )
+
+
+def load_registries(*, strict: bool | None = None) -> Registries:
+    """Discover plugins with the environment's switches (``strict`` may be overridden)."""
+    settings = PluginSettings.from_env(os.environ)
+    if strict is not None and strict != settings.strict:
+        settings = PluginSettings(
+            allow=settings.allow, block=settings.block, autoload=settings.autoload, strict=strict
+        )
+    return discover(settings=settings)

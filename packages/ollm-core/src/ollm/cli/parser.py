@@ -1,0 +1,112 @@
+"""The command line's grammar. Imports nothing but argparse, so ``--help`` is instant."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["build_parser"]
+
+_EPILOG = """\
+examples:
+  ollm chat -m llama3.2 "Why is the sky blue?"
+  ollm chat -m qwen3 -t calculate -t current_time "What is 17% of 2,340? And the time?"
+  cat notes.txt | ollm chat -m llama3.2 "Summarise this"
+  ollm chat -p echo "hello"                 (no server needed: the echo provider)
+  ollm models pull llama3.2
+  ollm plugins
+
+environment:
+  OLLM_PROVIDER, OLLM_MODEL     defaults for -p and -m
+  OLLAMA_HOST                   where Ollama listens (default http://127.0.0.1:11434)
+  OLLM_BACKEND                  asyncio (default) or trio
+  NO_COLOR                      plain output
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``ollm`` and its commands."""
+    parser = argparse.ArgumentParser(
+        prog="ollm",
+        description="Chat with language models on your own machine, with tools and plugins.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks and debug logs on errors"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("asyncio", "trio"),
+        default=None,
+        help="the async backend (default: $OLLM_BACKEND or asyncio)",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    chat = commands.add_parser(
+        "chat",
+        help="chat with a model (interactive when no prompt is given at a terminal)",
+        description="Stream a model's reply. With no PROMPT at a terminal, start an "
+        "interactive session that keeps the history (/exit to leave). PROMPT '-', or "
+        "text piped in, is read from standard input.",
+    )
+    chat.add_argument("prompt", nargs="?", help="the message; '-' reads standard input")
+    chat.add_argument("-m", "--model", help="the model (default: $OLLM_MODEL)")
+    chat.add_argument("-p", "--provider", help="the provider (default: $OLLM_PROVIDER or ollama)")
+    chat.add_argument("-s", "--system", help="a system prompt")
+    chat.add_argument(
+        "-t",
+        "--tool",
+        dest="tools",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="offer a tool to the model (repeat for more; `ollm tools` lists them)",
+    )
+    chat.add_argument("--max-turns", type=_positive_int, default=None, help="requests per chat")
+    chat.add_argument("--temperature", type=float, default=None, help="sampling temperature")
+    chat.add_argument("--max-tokens", type=_positive_int, default=None, help="reply length limit")
+    chat.add_argument("--seed", type=int, default=None, help="sampling seed")
+    chat.add_argument(
+        "--context-window", type=_positive_int, default=None, help="context size in tokens"
+    )
+    chat.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    chat.add_argument("--react", action="store_true", help="call tools through ReAct")
+    chat.add_argument(
+        "--hide-thinking", action="store_true", help="do not show the model's reasoning"
+    )
+    chat.add_argument(
+        "--think",
+        choices=("on", "off", "low", "medium", "high"),
+        default=None,
+        help="ask a thinking model to reason, or not",
+    )
+
+    models = commands.add_parser("models", help="list, show, pull, remove or inspect models")
+    models.add_argument("-p", "--provider", help="the provider (default: $OLLM_PROVIDER or ollama)")
+    models.add_argument("--json", action="store_true", help="machine-readable output")
+    actions = models.add_subparsers(dest="action", metavar="ACTION")
+    actions.add_parser("list", help="the models you have")
+    show = actions.add_parser("show", help="one model in detail")
+    show.add_argument("name")
+    pull = actions.add_parser("pull", help="download a model, with a progress bar")
+    pull.add_argument("name")
+    remove = actions.add_parser("rm", help="delete a model")
+    remove.add_argument("name")
+    actions.add_parser("ps", help="the models loaded in memory")
+
+    plugins = commands.add_parser("plugins", help="every plugin: where from, what state")
+    plugins.add_argument("--json", action="store_true", help="machine-readable output")
+    tools = commands.add_parser("tools", help="the tools of every tool pack, with schemas")
+    tools.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be 1 or more")
+    return value

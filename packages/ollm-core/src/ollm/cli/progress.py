@@ -1,0 +1,84 @@
+"""The progress display of ``ollm models pull``: a bar per layer, with bytes and rate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ollm.cli.terminal import Terminal
+from ollm.types.models import PullProgress
+
+__all__ = ["PullDisplay"]
+
+
+class PullDisplay:
+    """Draws pull progress: one tqdm bar per layer on a terminal, status lines elsewhere.
+
+    Odd steps (a size that shrinks, ``completed`` above ``total``, a step without a
+    digest in the middle of a layer) are drawn as best they can be, never fatal.
+    """
+
+    def __init__(self, terminal: Terminal, name: str) -> None:
+        self.terminal = terminal
+        self.name = name
+        self.bar: Any = None
+        self.digest: str | None = None
+        self.last_status: str | None = None
+        self.interactive = terminal.err_color or _isatty(terminal.err)
+
+    def update(self, step: PullProgress) -> None:
+        """Show one step."""
+        if step.digest and step.total:
+            self._layer(step)
+            return
+        self.close()
+        if step.status and step.status != self.last_status:
+            self.last_status = step.status
+            self.terminal.info(step.status, "dim")
+
+    def _layer(self, step: PullProgress) -> None:
+        total = max(step.total or 0, step.completed or 0)
+        if self.bar is None or step.digest != self.digest:
+            self.close()
+            self.digest = step.digest
+            if not self.interactive:
+                self.terminal.info(f"{step.status} ({_human(total)})", "dim")
+                return
+            from tqdm import tqdm  # only `ollm models pull` pays for it
+
+            self.bar = tqdm(
+                total=total,
+                desc=step.status,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                file=self.terminal.err,
+                dynamic_ncols=True,
+                leave=True,
+            )
+        if self.bar is not None:
+            if total != self.bar.total:
+                self.bar.total = total
+            completed = min(step.completed or 0, total)
+            self.bar.update(completed - self.bar.n)
+
+    def close(self) -> None:
+        """Finish the current bar, if any."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TB"
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,94 @@
+"""How a chat's events look at a terminal, or as JSON lines."""
+
+from __future__ import annotations
+
+import msgspec
+
+from ollm.cli.terminal import Terminal
+from ollm.types.events import (
+    ChatEvent,
+    ErrorEvent,
+    FinishEvent,
+    NoticeEvent,
+    TextEvent,
+    ThinkingEvent,
+    TokenWarningEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    encode_event,
+)
+from ollm.types.messages import ToolCall
+
+__all__ = ["EventRenderer"]
+
+_MAX_SHOWN = 160
+
+
+class EventRenderer:
+    """Shows events as they arrive: the answer on stdout, the rest compactly on stderr.
+
+    With ``json=True`` every event is one JSON line on stdout and nothing else is printed.
+    """
+
+    def __init__(self, terminal: Terminal, *, json: bool = False, show_thinking: bool = True):
+        self.terminal = terminal
+        self.json = json
+        self.show_thinking = show_thinking
+        self.finish: FinishEvent | None = None
+        self.error: ErrorEvent | None = None
+
+    def __call__(self, event: ChatEvent) -> None:
+        if isinstance(event, FinishEvent):
+            self.finish = event
+        elif isinstance(event, ErrorEvent):
+            self.error = event
+        if self.json:
+            self.terminal.out.write(encode_event(event).decode() + "\n")
+            self.terminal.out.flush()
+            return
+        t = self.terminal
+        if type(event) is TextEvent:
+            t.write(event.text)
+        elif isinstance(event, ThinkingEvent):
+            if self.show_thinking:
+                t.write_err(event.text, "dim")
+        elif isinstance(event, ToolCallStartEvent):
+            arrow = t.symbol("→", "->")
+            t.info(f"{arrow} {_call(event.call)}", "cyan")
+        elif isinstance(event, ToolCallResultEvent):
+            if event.is_error:
+                mark = t.symbol("✗", "x")
+                t.info(f"{mark} {_short(event.result)}", "red")
+            else:
+                mark = t.symbol("←", "<-")
+                t.info(f"{mark} {_short(event.result)}", "dim")
+        elif isinstance(event, NoticeEvent):
+            t.info(f"{t.symbol('·', '*')} {event.message}", "dim")
+        elif isinstance(event, TokenWarningEvent):
+            t.warn(
+                f"this request uses about {event.estimated_tokens:,} of the "
+                f"{event.limit:,} tokens the context window allows ({event.ratio:.0%}). "
+                "Start a new conversation or raise --context-window soon."
+            )
+        elif isinstance(event, ErrorEvent):
+            t.error(event.message)
+        elif isinstance(event, FinishEvent):
+            t.end_line()
+            if event.reason == "length":
+                t.info("(the reply reached its length limit; raise --max-tokens for more)", "dim")
+            elif event.reason == "max_turns":
+                t.info("(stopped at the turn limit; raise --max-turns to let it go on)", "dim")
+            elif event.reason == "cancelled":
+                t.info("(cancelled)", "dim")
+
+
+def _call(call: ToolCall) -> str:
+    args = ", ".join(
+        f"{key}={msgspec.json.encode(value).decode()}" for key, value in call.args.items()
+    )
+    return _short(f"{call.name}({args})")
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _MAX_SHOWN else flat[: _MAX_SHOWN - 3] + "..."

@@ -1,0 +1,101 @@
+"""Writing to the terminal: the answer on stdout, everything else on stderr, colour if wanted."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import TextIO
+
+__all__ = ["Terminal"]
+
+_CODES = {"dim": "2", "bold": "1", "red": "31", "yellow": "33", "green": "32", "cyan": "36"}
+
+
+class Terminal:
+    """The two output streams, and whether each takes colour.
+
+    Colour only on a terminal, and never when ``NO_COLOR`` is set (https://no-color.org).
+    """
+
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        env = os.environ if environ is None else environ
+        plain = bool(env.get("NO_COLOR")) or env.get("TERM") == "dumb"
+        self.out_color = not plain and _isatty(self.out)
+        self.err_color = not plain and _isatty(self.err)
+        self._open: str | None = None
+
+    def style(self, text: str, *styles: str, stream: str = "err") -> str:
+        """``text`` in the given styles, if that stream takes colour."""
+        color = self.err_color if stream == "err" else self.out_color
+        if not color or not styles:
+            return text
+        codes = ";".join(_CODES[s] for s in styles)
+        return f"\x1b[{codes}m{text}\x1b[0m"
+
+    def write(self, text: str) -> None:
+        """Part of the answer, on stdout, as it arrives."""
+        if not text:
+            return
+        if self._open == "err":
+            self._newline()
+        self.out.write(text)
+        self.out.flush()
+        self._open = None if text.endswith("\n") else "out"
+
+    def write_err(self, text: str, *styles: str) -> None:
+        """Inline text on stderr (the model's reasoning, as it arrives)."""
+        if not text:
+            return
+        if self._open == "out":
+            self._newline()
+        self.err.write(self.style(text, *styles))
+        self.err.flush()
+        self._open = None if text.endswith("\n") else "err"
+
+    def end_line(self) -> None:
+        """Finish whichever line is open."""
+        if self._open is not None:
+            self._newline()
+
+    def _newline(self) -> None:
+        stream = self.out if self._open == "out" else self.err
+        stream.write("\n")
+        stream.flush()
+        self._open = None
+
+    def info(self, text: str, *styles: str) -> None:
+        """A line for the user on stderr (not part of the answer)."""
+        self.end_line()
+        self.err.write(self.style(text, *styles) + "\n")
+        self.err.flush()
+
+    def warn(self, text: str) -> None:
+        """A warning line on stderr."""
+        self.info(f"{self.style('warning:', 'bold', 'yellow')} {text}")
+
+    def error(self, message: str) -> None:
+        """One line: the message (it says what to do next)."""
+        self.end_line()
+        prefix = self.style("error:", "bold", "red")
+        self.err.write(f"{prefix} {message}\n")
+        self.err.flush()
+
+    def symbol(self, fancy: str, plain: str) -> str:
+        """``fancy`` where stderr can encode it, else ``plain``."""
+        encoding = (getattr(self.err, "encoding", None) or "").lower()
+        return fancy if "utf" in encoding else plain
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
