@@ -7,6 +7,7 @@ starts at once and never imports an HTTP client.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -38,7 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     if args.command == "models" and args.action is None:
-        parser.parse_args(["models", "--help"])
+        with contextlib.redirect_stdout(sys.stderr), contextlib.suppress(SystemExit):
+            parser.parse_args(["models", "--help"])
         return EXIT_USAGE
 
     _configure_logging(args.debug)
@@ -69,6 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "and please report it."
         )
         return EXIT_ERROR
+    finally:
+        if argv is None:
+            _ignore_further_interrupts()
 
 
 def _dispatch(args: object, terminal: object) -> int:
@@ -99,6 +104,14 @@ def _configure_logging(debug: bool) -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if debug else logging.WARNING)
     logger.propagate = False
+
+
+def _ignore_further_interrupts() -> None:
+    """The process is on its way out: a late Ctrl-C must not turn exit 130 into a crash."""
+    import signal
+
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _silence_stdout() -> None:

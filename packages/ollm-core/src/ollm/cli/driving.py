@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import queue
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from anyio.from_thread import BlockingPortal
@@ -13,35 +13,53 @@ __all__ = ["drive"]
 T = TypeVar("T")
 
 
+class _End:
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+
 def drive(
     portal: BlockingPortal,
     iterator: AsyncIterator[T],
     on_item: Callable[[T], None],
     on_interrupt: Callable[[], None],
 ) -> None:
-    """Pull every item of ``iterator`` through ``portal`` and hand it to ``on_item``.
+    """Hand every item of ``iterator`` to ``on_item``, in this thread, as it arrives.
 
-    The first Ctrl-C calls ``on_interrupt`` (which should make the iterator end soon,
-    for example by aborting a chat) and goes on draining it; a second one propagates.
-    The iterator is closed in every case.
+    One task in the portal's loop iterates (and finally closes) the iterator and puts
+    the items in a queue; this thread only waits on the queue, which a Ctrl-C can
+    interrupt at any point without losing or duplicating an item. The first Ctrl-C calls
+    ``on_interrupt`` (which should make the iterator end soon, for example by aborting
+    a chat) and goes on; a second one propagates.
     """
+    items: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
-    async def step() -> tuple[bool, Any]:
+    async def pump() -> None:
+        error: BaseException | None = None
         try:
-            return True, await iterator.__anext__()
-        except StopAsyncIteration:
-            return False, None
+            async for item in iterator:
+                items.put(item)
+        except Exception as exc:
+            error = exc
+        finally:
+            try:
+                aclose = getattr(iterator, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+            finally:
+                items.put(_End(error))
 
+    future = portal.start_task_soon(pump)
     interrupted = False
-    pending: Future[tuple[bool, Any]] | None = None
     try:
         while True:
             try:
-                if pending is None:
-                    pending = portal.start_task_soon(step)
-                more, item = pending.result()
-                pending = None
-                if not more:
+                item = items.get()
+                if isinstance(item, _End):
+                    if item.error is not None:
+                        raise item.error
                     return
                 on_item(item)
             except KeyboardInterrupt:
@@ -49,9 +67,6 @@ def drive(
                     raise
                 interrupted = True
                 on_interrupt()
-    finally:
-        if pending is not None:
-            pending.cancel()
-        aclose = getattr(iterator, "aclose", None)
-        if aclose is not None:
-            portal.call(aclose)
+    except BaseException:
+        future.cancel()
+        raise

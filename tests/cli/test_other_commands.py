@@ -1,0 +1,150 @@
+"""``ollm models``, ``ollm plugins``, ``ollm tools``, ``--help`` and ``--version``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import msgspec
+import pytest
+from cli_helpers import OLLM, ollm_env
+
+import ollm
+from ollm_testutils import FakeOllamaServer
+
+
+def test_models_list_show_rm_and_ps(run_ollm, server: FakeOllamaServer) -> None:  # type: ignore[no-untyped-def]
+    server.add_model("qwen3", ["completion", "tools", "thinking"], context_length=40960)
+    listed = run_ollm("models", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0].split() == ["NAME", "SIZE", "MODIFIED", "CAPABILITIES"]
+    assert "llama3.2:latest" in listed.stdout
+    assert "tools, thinking" in listed.stdout
+
+    as_json = run_ollm("models", "--json", "list")
+    models = msgspec.json.decode(as_json.stdout, type=list[ollm.ModelInfo])
+    assert {m.name for m in models} == {"llama3.2:latest", "qwen3:latest"}
+
+    shown = run_ollm("models", "show", "qwen3")
+    assert shown.returncode == 0, shown.stderr
+    assert "thinking" in shown.stdout
+    assert "40,960" in shown.stdout
+
+    removed = run_ollm("models", "rm", "qwen3")
+    assert (removed.returncode, removed.stdout) == (0, "Deleted qwen3\n")
+    assert "qwen3" not in run_ollm("models", "list").stdout
+
+    missing = run_ollm("models", "rm", "qwen3")
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("error: ")
+
+    ps = run_ollm("models", "ps")
+    assert ps.returncode == 0, ps.stderr
+
+
+def test_models_pull_shows_progress(  # type: ignore[no-untyped-def]
+    run_ollm, server: FakeOllamaServer
+) -> None:
+    server.add_model("tinyllama", local=False, size=3_000_000)
+    result = run_ollm("models", "pull", "tinyllama")
+    assert result.returncode == 0, result.stderr
+    assert "pulling manifest" in result.stderr
+    assert "Pulled tinyllama." in result.stderr
+    assert "tinyllama" in run_ollm("models", "list").stdout
+
+
+def test_models_pull_of_an_unknown_model_fails_with_a_message(run_ollm) -> None:  # type: ignore[no-untyped-def]
+    result = run_ollm("models", "pull", "no-such-model")
+    assert result.returncode == 1
+    assert result.stderr.count("error:") == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_models_needs_an_action(run_ollm) -> None:  # type: ignore[no-untyped-def]
+    result = run_ollm("models")
+    assert result.returncode == 2
+
+
+def test_plugins_and_tools_as_json(run_ollm) -> None:  # type: ignore[no-untyped-def]
+    plugins = json.loads(run_ollm("plugins", "--json").stdout)
+    by_name = {p["name"]: p for p in plugins}
+    for name in ("ollama", "react", "testutils", "toolbox"):
+        assert by_name[name]["status"] == "loaded"
+        assert by_name[name]["version"] == "0.1.0"
+    assert by_name["ollama"]["distribution"] == "ollm-ollama"
+    assert by_name["toolbox"]["hooks"] == ["ollm_tools"]
+
+    tools = json.loads(run_ollm("tools", "--json").stdout)
+    calculate = next(t for t in tools if t["name"] == "calculate")
+    assert calculate["pack"] == "toolbox"
+    assert calculate["parameters"]["required"] == ["expression"]
+
+
+def test_version(run_ollm) -> None:  # type: ignore[no-untyped-def]
+    result = run_ollm("--version")
+    assert (result.returncode, result.stdout) == (0, f"ollm {ollm.__version__}\n")
+
+
+def test_help_and_plugins_import_no_http_client() -> None:
+    code = textwrap.dedent(
+        """
+        import contextlib, io, json, sys
+        from ollm.cli import main
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            help_code = main(["--help"])
+        after_help = "httpx" in sys.modules
+        with contextlib.redirect_stdout(io.StringIO()):
+            plugins_code = main(["plugins"])
+        print(json.dumps([help_code, after_help, plugins_code, "httpx" in sys.modules]))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=ollm_env(), check=True
+    ).stdout
+    assert json.loads(out) == [0, False, 0, False]
+
+
+BROKEN = "raise RuntimeError('this plugin is broken')\n"
+
+
+@pytest.fixture
+def broken_plugin_path(tmp_path: Path) -> str:
+    """A directory holding a distribution whose plugin fails at import."""
+    (tmp_path / "broken_plugin_mod.py").write_text(BROKEN)
+    info = tmp_path / "ollm_broken-9.9.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ollm-broken\nVersion: 9.9\n")
+    (info / "entry_points.txt").write_text("[ollm.plugins]\nbroken = broken_plugin_mod\n")
+    return str(tmp_path)
+
+
+def test_a_broken_plugin_never_stops_help_or_plugins(broken_plugin_path: str) -> None:
+    env = ollm_env(PYTHONPATH=broken_plugin_path)
+    help_ = subprocess.run([OLLM, "--help"], capture_output=True, text=True, env=env)
+    assert help_.returncode == 0
+    assert "usage: ollm" in help_.stdout
+    plugins = subprocess.run([OLLM, "plugins"], capture_output=True, text=True, env=env)
+    assert plugins.returncode == 0, plugins.stderr
+    line = next(x for x in plugins.stdout.splitlines() if x.startswith("broken"))
+    assert "failed" in line
+    assert "ollm-broken 9.9" in line
+    assert "RuntimeError: this plugin is broken" in line
+    # Even in strict mode, `ollm plugins` shows the failure instead of stopping.
+    strict = subprocess.run(
+        [OLLM, "plugins"], capture_output=True, text=True, env={**env, "OLLM_STRICT_PLUGINS": "1"}
+    )
+    assert strict.returncode == 0
+    # A chat still works: the broken plugin is skipped with one warning line.
+    chat = subprocess.run(
+        [OLLM, "chat", "-p", "echo", "still here"],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stdout == "still here\n"
+    assert chat.stderr.count("warning:") == 1
