@@ -233,6 +233,7 @@ def test_every_test_can_have_its_own_plugin_manager() -> None:
     assert not second.is_registered(toolbox)
 
 
+@pytest.mark.ollm_real_providers  # it checks that the installed ollama plugin loads
 def test_discovery_with_every_package_imports_no_httpx() -> None:
     """With all four packages installed, import ollm + discovery leaves httpx unloaded."""
     code = textwrap.dedent(

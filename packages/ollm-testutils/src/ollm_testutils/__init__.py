@@ -1,5 +1,74 @@
-"""ollm_testutils (work in progress)."""
+"""Test ollm applications and plugins: mock providers, a fake Ollama server, pytest fixtures.
+
+Names load on first use, so ``import ollm_testutils`` stays cheap: the fake server and
+its HTTP machinery are imported only when a test asks for them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ollm_testutils._version import __version__
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from ollm_testutils.capabilities import MockEmbeddings, MockModels
+    from ollm_testutils.echo import EchoProvider
+    from ollm_testutils.events import EventCollector
+    from ollm_testutils.fake_ollama import (
+        AUTO,
+        FakeOllamaServer,
+        OllamaModel,
+        OllamaReply,
+        OllamaToolCall,
+        RecordedRequest,
+    )
+    from ollm_testutils.mock import FunctionProvider, MockProvider, Reply, ScriptedProvider
+
+_LAZY: dict[str, str] = {
+    "AUTO": "ollm_testutils.fake_ollama",
+    "EchoProvider": "ollm_testutils.echo",
+    "EventCollector": "ollm_testutils.events",
+    "FakeOllamaServer": "ollm_testutils.fake_ollama",
+    "FunctionProvider": "ollm_testutils.mock",
+    "MockEmbeddings": "ollm_testutils.capabilities",
+    "MockModels": "ollm_testutils.capabilities",
+    "MockProvider": "ollm_testutils.mock",
+    "OllamaModel": "ollm_testutils.fake_ollama",
+    "OllamaReply": "ollm_testutils.fake_ollama",
+    "OllamaToolCall": "ollm_testutils.fake_ollama",
+    "RecordedRequest": "ollm_testutils.fake_ollama",
+    "Reply": "ollm_testutils.mock",
+    "ScriptedProvider": "ollm_testutils.mock",
+}
+
+__all__ = [
+    "AUTO",
+    "EchoProvider",
+    "EventCollector",
+    "FakeOllamaServer",
+    "FunctionProvider",
+    "MockEmbeddings",
+    "MockModels",
+    "MockProvider",
+    "OllamaModel",
+    "OllamaReply",
+    "OllamaToolCall",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedProvider",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ollm_testutils' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

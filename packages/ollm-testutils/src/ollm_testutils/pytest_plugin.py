@@ -1,1 +1,178 @@
-"""pytest plugin of ollm-testutils (work in progress)."""
+"""The pytest plugin of ollm-testutils (entry point ``ollm`` of the group ``pytest11``).
+
+Fixtures:
+
+- ``ollm_plugin_manager``: a fresh pluggy manager with ollm's hook specs;
+- ``ollm_registries``: an empty ``ollm.Registries``, private to the test;
+- ``scripted_provider``: a ``ScriptedProvider`` registered (and default) in it;
+- ``echo_provider``: an ``EchoProvider`` (not registered);
+- ``chat_client``: an ``ollm.ChatClient`` on those registries and that provider;
+- ``fake_ollama``: a running ``FakeOllamaServer`` for the test;
+  ``fake_ollama_session``: one shared by the whole session (call ``reset()``);
+- ``ollm_events``: an ``EventCollector``.
+
+And a guard: while a test runs, plugins that contribute providers (``ollama``, and any
+third-party one) are kept out of ``ollm`` plugin discovery, so that code under test
+which builds a ``ChatClient()`` cannot reach a real model by accident; the echo
+provider stays. Opt out with the marker ``@pytest.mark.ollm_real_providers``, the
+option ``--ollm-real-providers``, or name plugins that may load in the ini option
+``ollm_allow_plugins``. The guard works through ``OLLM_BLOCK_PLUGINS`` (it adds to
+what is already there), so subprocesses (``ollm`` run by a test) inherit it.
+
+This module is imported whenever pytest starts: it imports nothing heavy at the top.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from ollm import ChatClient, Registries
+    from ollm_testutils.echo import EchoProvider
+    from ollm_testutils.events import EventCollector
+    from ollm_testutils.fake_ollama import FakeOllamaServer
+    from ollm_testutils.mock import ScriptedProvider
+
+MARKER = "ollm_real_providers"
+OPTION = "--ollm-real-providers"
+INI_ALLOW = "ollm_allow_plugins"
+ALWAYS_ALLOWED = frozenset(("testutils",))
+_BLOCKED_KEY = pytest.StashKey[tuple[str, ...]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ollm", "ollm testing")
+    group.addoption(
+        OPTION,
+        action="store_true",
+        default=False,
+        help="let ollm plugin discovery load real provider plugins (ollama...) in every test",
+    )
+    parser.addini(
+        INI_ALLOW,
+        type="linelist",
+        default=[],
+        help="ollm plugins that may load during tests even though they contribute providers",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}: let ollm plugin discovery load real provider plugins in this test",
+    )
+
+
+def blocked_provider_plugins(config: pytest.Config) -> tuple[str, ...]:
+    """The ollm plugins that contribute providers and are kept out of tests (cached)."""
+    blocked = config.stash.get(_BLOCKED_KEY, None)
+    if blocked is None:
+        from ollm.plugins import PluginSettings, discover
+
+        allowed = ALWAYS_ALLOWED | set(config.getini(INI_ALLOW))
+        registries = discover(settings=PluginSettings())
+        blocked = tuple(
+            sorted(
+                record.name
+                for record in registries.plugins
+                if record.contributes.get("providers") and record.name not in allowed
+            )
+        )
+        config.stash[_BLOCKED_KEY] = blocked
+    return blocked
+
+
+@pytest.fixture(autouse=True)
+def _ollm_keep_real_providers_out(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Block real provider plugins from ollm discovery for the test (see the module doc)."""
+    config = request.config
+    if config.getoption(OPTION) or request.node.get_closest_marker(MARKER) is not None:
+        yield
+        return
+    blocked = blocked_provider_plugins(config)
+    if not blocked:
+        yield
+        return
+    from ollm.plugins.settings import ENV_BLOCK
+
+    current = os.environ.get(ENV_BLOCK, "")
+    names = [name.strip() for name in current.split(",") if name.strip()]
+    names.extend(name for name in blocked if name not in names)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_BLOCK, ",".join(names))
+        yield
+
+
+@pytest.fixture
+def ollm_plugin_manager() -> pluggy.PluginManager:
+    """A fresh pluggy plugin manager with ollm's hook specs and no plugin registered."""
+    from ollm import build_plugin_manager
+
+    return build_plugin_manager()
+
+
+@pytest.fixture
+def ollm_registries() -> Registries:
+    """Empty registries (providers, tools, token counters, strategies) for this test."""
+    from ollm import Registries
+
+    return Registries()
+
+
+@pytest.fixture
+def scripted_provider(ollm_registries: Registries) -> ScriptedProvider:
+    """A ``ScriptedProvider`` with an empty script, the default of ``ollm_registries``."""
+    from ollm_testutils.mock import ScriptedProvider
+
+    provider = ScriptedProvider()
+    ollm_registries.providers.register(provider)
+    ollm_registries.providers.set_default(provider.name)
+    return provider
+
+
+@pytest.fixture
+def echo_provider() -> EchoProvider:
+    """An ``EchoProvider``: answers with the prompt, or plays a JSON script."""
+    from ollm_testutils.echo import EchoProvider
+
+    return EchoProvider()
+
+
+@pytest.fixture
+def chat_client(ollm_registries: Registries, scripted_provider: ScriptedProvider) -> ChatClient:
+    """A ``ChatClient`` on ``ollm_registries``, talking to ``scripted_provider``."""
+    from ollm import ChatClient
+
+    return ChatClient(ollm_registries, provider=scripted_provider.name)
+
+
+@pytest.fixture
+def fake_ollama() -> Iterator[FakeOllamaServer]:
+    """A ``FakeOllamaServer`` running for this test (``fake_ollama.url``)."""
+    from ollm_testutils.fake_ollama import FakeOllamaServer
+
+    with FakeOllamaServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def fake_ollama_session() -> Iterator[FakeOllamaServer]:
+    """One ``FakeOllamaServer`` for the whole session; ``reset()`` it between uses."""
+    from ollm_testutils.fake_ollama import FakeOllamaServer
+
+    with FakeOllamaServer() as server:
+        yield server
+
+
+@pytest.fixture
+def ollm_events() -> EventCollector:
+    """An empty ``EventCollector``: ``await ollm_events.collect(client.chat(...))``."""
+    from ollm_testutils.events import EventCollector
+
+    return EventCollector()

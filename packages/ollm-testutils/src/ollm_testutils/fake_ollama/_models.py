@@ -1,0 +1,329 @@
+"""The model routes of the fake server: tags, show, pull, delete, copy and ps."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ollm_testutils.fake_ollama._exchange import NDJSON, Exchange
+from ollm_testutils.fake_ollama._script import OllamaModel
+from ollm_testutils.fake_ollama._wire import (
+    ErrorBody,
+    WireError,
+    decode_request,
+    go_json,
+    local_timestamp,
+    normalized_name,
+    valid_name,
+)
+
+if TYPE_CHECKING:
+    from ollm_testutils.fake_ollama._server import FakeOllamaServer
+
+__all__ = [
+    "handle_copy",
+    "handle_delete",
+    "handle_ps",
+    "handle_pull",
+    "handle_show",
+    "handle_tags",
+    "model_digest",
+]
+
+_encoder = msgspec.json.Encoder()
+_PULL_FAILURE = "pull model manifest: file does not exist"
+
+
+class Details(msgspec.Struct, kw_only=True):
+    parent_model: str = ""
+    format: str
+    family: str
+    families: list[str] | None
+    parameter_size: str
+    quantization_level: str
+
+
+class TagEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
+    name: str
+    model: str
+    modified_at: str
+    size: int
+    digest: str
+    details: Details
+    capabilities: list[str] | None = None
+
+
+class TagsResponse(msgspec.Struct):
+    models: list[TagEntry]
+
+
+class ShowResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    license: str = ""
+    modelfile: str = ""
+    parameters: str = ""
+    template: str = ""
+    system: str = ""
+    details: Details
+    model_info: dict[str, Any]
+    capabilities: list[str] | None = None
+    modified_at: str
+
+
+class RunningEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
+    name: str
+    model: str
+    size: int
+    digest: str
+    details: Details
+    expires_at: str
+    size_vram: int
+    context_length: int | None = None
+
+
+class PsResponse(msgspec.Struct):
+    models: list[RunningEntry]
+
+
+class Progress(msgspec.Struct, omit_defaults=True):
+    status: str
+    digest: str | None = None
+    total: int | None = None
+    completed: int | None = None
+
+
+class ModelRequest(msgspec.Struct):
+    model: str | None = None
+    name: str | None = None
+    stream: bool | None = None
+    verbose: bool | None = None
+    insecure: bool | None = None
+
+
+class CopyRequest(msgspec.Struct):
+    source: str | None = None
+    destination: str | None = None
+
+
+def model_digest(model: OllamaModel) -> str:
+    """The model's digest: the one it was given, else one derived from its name."""
+    return model.digest or hashlib.sha256(model.name.encode()).hexdigest()
+
+
+def _details(model: OllamaModel) -> Details:
+    return Details(
+        format=model.format,
+        family=model.family,
+        families=[model.family],
+        parameter_size=model.parameter_size,
+        quantization_level=model.quantization,
+    )
+
+
+def handle_tags(server: FakeOllamaServer, exchange: Exchange) -> None:
+    """``GET /api/tags``: the local models, most recently modified first."""
+    entries = [
+        TagEntry(
+            name=model.name,
+            model=model.name,
+            modified_at=local_timestamp(model.modified_at),
+            size=model.size,
+            digest=model_digest(model),
+            details=_details(model),
+            capabilities=model.capabilities,
+        )
+        for model in server.store.local()
+    ]
+    exchange.json(TagsResponse(entries))
+
+
+def _parameters(parameters: dict[str, Any]) -> str:
+    lines = []
+    for key, value in parameters.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            text = _encoder.encode(item).decode() if isinstance(item, str) else str(item)
+            if isinstance(item, bool):
+                text = "true" if item else "false"
+            lines.append(f"{key:<30} {text}")
+    return "\n".join(lines)
+
+
+def _model_info(model: OllamaModel, verbose: bool) -> dict[str, Any]:
+    arch = model.family
+    tokens: list[str] = ["<unk>", "<s>", "</s>", "a", "b", "c"] if verbose else []
+    return {
+        "general.architecture": arch,
+        "general.file_type": 15,
+        "general.parameter_count": _parameter_count(model.parameter_size),
+        "general.quantization_version": 2,
+        f"{arch}.attention.head_count": 24,
+        f"{arch}.block_count": 28,
+        f"{arch}.context_length": model.context_length,
+        f"{arch}.embedding_length": model.embedding_length,
+        "tokenizer.ggml.model": "gpt2",
+        "tokenizer.ggml.tokens": tokens,
+        "tokenizer.ggml.merges": [],
+    }
+
+
+def _parameter_count(size: str) -> int:
+    try:
+        number = float(size.rstrip("BMK"))
+    except ValueError:
+        return 0
+    scale = {"B": 1e9, "M": 1e6, "K": 1e3}.get(size[-1:], 1)
+    return int(number * scale)
+
+
+def _modelfile(model: OllamaModel) -> str:
+    lines = [
+        '# Modelfile generated by "ollama show"',
+        "# To build a new Modelfile based on this, replace FROM with:",
+        f"# FROM {model.name}",
+        "",
+        f"FROM /root/.ollama/models/blobs/sha256-{model_digest(model)}",
+        f'TEMPLATE """{model.template}"""',
+    ]
+    for key, value in model.parameters.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        lines.extend(f"PARAMETER {key} {item}" for item in values)
+    return "\n".join(lines) + "\n"
+
+
+def _model_name(body: bytes, *, invalid: str) -> tuple[str, ModelRequest]:
+    request = decode_request(body, ModelRequest, "ShowRequest")
+    name = request.model or request.name or ""
+    if not name:
+        raise WireError(400, "model is required")
+    if not valid_name(name):
+        raise WireError(400, invalid.format(name=name))
+    return name, request
+
+
+def handle_show(server: FakeOllamaServer, exchange: Exchange) -> None:
+    """``POST /api/show``: one model in detail."""
+    try:
+        name, show = _model_name(exchange.request.body, invalid="model is required")
+    except WireError as exc:
+        exchange.error(exc.status, exc.message)
+        return
+    model = server.store.find(name)
+    if model is None:
+        exchange.error(404, f"model '{normalized_name(name)}' not found")
+        return
+    exchange.json(
+        ShowResponse(
+            license=model.license,
+            modelfile=_modelfile(model),
+            parameters=_parameters(model.parameters),
+            template=model.template,
+            system=model.system,
+            details=_details(model),
+            model_info=_model_info(model, bool(show.verbose)),
+            capabilities=model.capabilities,
+            modified_at=local_timestamp(model.modified_at),
+        )
+    )
+
+
+def _pull_steps(model: OllamaModel) -> list[Progress]:
+    digest = model_digest(model)
+    big = max(1, model.size - 1_478)
+    layers = [(digest, big), (hashlib.sha256(digest.encode()).hexdigest(), 1_478)]
+    steps = [Progress("pulling manifest")]
+    first_digest, first_total = layers[0]
+    status = f"pulling {first_digest[:12]}"
+    steps.append(Progress(status, f"sha256:{first_digest}", first_total))
+    for quarter in (1, 2, 3, 4):
+        done = first_total * quarter // 4
+        steps.append(Progress(status, f"sha256:{first_digest}", first_total, done))
+    for layer_digest, total in layers[1:]:
+        steps.append(
+            Progress(f"pulling {layer_digest[:12]}", f"sha256:{layer_digest}", total, total)
+        )
+    steps.extend(
+        Progress(status) for status in ("verifying sha256 digest", "writing manifest", "success")
+    )
+    return steps
+
+
+def handle_pull(server: FakeOllamaServer, exchange: Exchange) -> None:
+    """``POST /api/pull``: progress lines, then the model is local."""
+    try:
+        name, pull = _model_name(exchange.request.body, invalid="invalid model name")
+    except WireError as exc:
+        exchange.error(exc.status, exc.message)
+        return
+    model = server.store.find(name, local_only=False)
+    delay = server.pull_step_delay
+    if pull.stream is False:
+        if model is None:
+            exchange.error(500, _PULL_FAILURE)
+        elif not delay or exchange.wait(delay):
+            server.store.make_local(model)
+            exchange.json(Progress("success"))
+        return
+    response = exchange.response
+    if not response.start_chunked(200, NDJSON):
+        return
+    steps = _pull_steps(model) if model is not None else [Progress("pulling manifest")]
+    for number, step in enumerate(steps):
+        if number and delay and not exchange.wait(delay):
+            response.abort()
+            return
+        if not response.write(go_json(step) + b"\n"):
+            return
+    if model is None:
+        response.write(go_json(ErrorBody(_PULL_FAILURE)) + b"\n")
+    else:
+        server.store.make_local(model)
+    response.end()
+
+
+def handle_delete(server: FakeOllamaServer, exchange: Exchange) -> None:
+    """``DELETE /api/delete``: 200 with an empty body."""
+    try:
+        name, _ = _model_name(exchange.request.body, invalid='name "{name}" is invalid')
+    except WireError as exc:
+        exchange.error(exc.status, exc.message)
+        return
+    if not server.store.remove(name):
+        exchange.error(404, f"model '{name}' not found")
+        return
+    exchange.response.send(200, b"")
+
+
+def handle_copy(server: FakeOllamaServer, exchange: Exchange) -> None:
+    """``POST /api/copy``: 200 with an empty body."""
+    try:
+        copy = decode_request(exchange.request.body, CopyRequest, "CopyRequest")
+    except WireError as exc:
+        exchange.error(exc.status, exc.message)
+        return
+    source, destination = copy.source or "", copy.destination or ""
+    if not valid_name(source) or not valid_name(destination):
+        exchange.error(400, "invalid model name")
+    elif not server.store.copy(source, destination):
+        exchange.error(404, f'model "{source}" not found')
+    else:
+        exchange.response.send(200, b"")
+
+
+def handle_ps(server: FakeOllamaServer, exchange: Exchange) -> None:
+    """``GET /api/ps``: the loaded models, latest to expire first."""
+    entries = [
+        RunningEntry(
+            name=model.name,
+            model=model.name,
+            size=model.size,
+            digest=model_digest(model),
+            details=_details(model),
+            expires_at=local_timestamp(expires),
+            size_vram=model.size,
+            context_length=context,
+        )
+        for model, expires, context in server.store.running()
+    ]
+    exchange.json(PsResponse(entries))
