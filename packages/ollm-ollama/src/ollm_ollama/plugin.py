@@ -1,1 +1,34 @@
-"""Registration module of the ollm_ollama plugin (work in progress)."""
+"""Registration module of the ollm_ollama plugin (the ``ollama`` entry point).
+
+Discovery imports this module at start-up, so it imports nothing heavy: the factory
+imports the provider (and httpx) the first time the provider is used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import ollm
+from ollm.types import ProviderSpec
+
+if TYPE_CHECKING:
+    from ollm_ollama._provider import OllamaProvider
+
+__all__ = ["build_provider", "ollm_providers"]
+
+
+def build_provider() -> OllamaProvider:
+    """An ``OllamaProvider`` configured from the environment."""
+    from ollm_ollama._provider import OllamaProvider
+
+    return OllamaProvider()
+
+
+@ollm.hookimpl
+def ollm_providers() -> list[ProviderSpec]:
+    """The ``ollama`` provider, the default one when it is installed."""
+    return [
+        ProviderSpec(
+            "ollama", build_provider, "Ollama on this machine or OLLAMA_HOST", default=True
+        )
+    ]

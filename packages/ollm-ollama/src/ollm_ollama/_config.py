@@ -1,0 +1,222 @@
+"""Where the Ollama server is and how long to wait for it: argument, environment, default.
+
+Everything is resolved once, in ``OllamaConfig.resolve``, from explicit arguments first,
+then the environment mapping it is given (``os.environ`` by default, read when the
+provider is built, never at import), then the defaults.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ollm.errors import InvalidRequestError
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "DEFAULT_TIMEOUT",
+    "ENV_API_KEY",
+    "ENV_CONNECT_TIMEOUT",
+    "ENV_HOST",
+    "ENV_TIMEOUT",
+    "KeepAlive",
+    "OllamaConfig",
+    "is_loopback",
+    "normalize_keep_alive",
+    "parse_host",
+]
+
+ENV_HOST = "OLLAMA_HOST"
+ENV_TIMEOUT = "OLLM_OLLAMA_TIMEOUT"
+ENV_CONNECT_TIMEOUT = "OLLM_OLLAMA_CONNECT_TIMEOUT"
+ENV_API_KEY = "OLLAMA_API_KEY"
+
+DEFAULT_PORT = 11434
+DEFAULT_HOST = f"http://127.0.0.1:{DEFAULT_PORT}"
+# A cold load of a large model can take minutes before the first byte arrives.
+DEFAULT_TIMEOUT = 300.0
+DEFAULT_CONNECT_TIMEOUT = 5.0
+
+KeepAlive = float | int | str
+"""Seconds as a number (negative: keep loaded forever), or a Go duration (``"10m"``)."""
+
+
+def parse_host(host: str | None) -> str:
+    """The base URL for ``host``, read as the official Python client reads ``OLLAMA_HOST``.
+
+    ``None`` or ``""`` give ``http://127.0.0.1:11434``; a bare host or ``:port`` gets
+    ``http`` and port 11434; a scheme without a port gets 80 or 443; a path is kept
+    without its slashes. Unlike that client, and like the ``ollama`` command line, an
+    unspecified bind address (``0.0.0.0``, ``::``) becomes loopback (``127.0.0.1``,
+    ``[::1]``): a server listens there, a client cannot connect there on every system.
+    A bare IPv6 address (``::1``) is accepted as if it were in brackets.
+    """
+    raw = (host or "").strip()
+    port = DEFAULT_PORT
+    scheme, sep, hostport = raw.partition("://")
+    if not sep:
+        scheme, hostport = "http", raw
+    elif scheme == "http":
+        port = 80
+    elif scheme == "https":
+        port = 443
+    hostport = _bracket_bare_ipv6(hostport)
+    try:
+        split = urllib.parse.urlsplit(f"{scheme}://{hostport}")
+        hostname = split.hostname or "127.0.0.1"
+        port = split.port or port
+    except ValueError as exc:
+        raise InvalidRequestError(
+            f"{host!r} is not a valid Ollama host ({exc}). Use a form such as "
+            f"127.0.0.1:11434, http://example.com:11434 or https://example.com."
+        ) from None
+    try:
+        address = ipaddress.ip_address(hostname)
+    except ValueError:
+        address = None
+    if address is not None:
+        if address.is_unspecified:
+            hostname = "127.0.0.1" if address.version == 4 else "::1"
+        if address.version == 6:
+            hostname = f"[{hostname}]"
+    path = split.path.strip("/")
+    if path:
+        return f"{scheme}://{hostname}:{port}/{path}"
+    return f"{scheme}://{hostname}:{port}"
+
+
+def _bracket_bare_ipv6(hostport: str) -> str:
+    """``::1`` or ``::`` -> ``[::1]``, ``[::]``; anything else unchanged."""
+    if hostport.startswith("[") or hostport.count(":") < 2:
+        return hostport
+    address, slash, rest = hostport.partition("/")
+    try:
+        ipaddress.IPv6Address(address)
+    except ValueError:
+        return hostport
+    return f"[{address}]{slash}{rest}"
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` points at this machine (so no proxy may stand in between)."""
+    hostname = (urllib.parse.urlsplit(url).hostname or "").lower()
+    if hostname == "localhost" or hostname.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(hostname).is_loopback
+    except ValueError:
+        return False
+
+
+def normalize_keep_alive(value: object, *, source: str = "keep_alive") -> KeepAlive | None:
+    """A ``keep_alive`` value the server accepts, or ``None`` to leave its default.
+
+    Numbers are seconds. A string is a Go duration; a string that is only a number
+    (``"-1"``, ``"300"``) is sent as that number, because Go rejects a duration
+    without a unit, and ``"-1"`` is the usual way to ask for "forever".
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidRequestError(_keep_alive_help(source, value))
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            raise InvalidRequestError(_keep_alive_help(source, value))
+        return int(value) if value.is_integer() and math.isfinite(value) else value
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        try:
+            number = float(text)
+        except ValueError:
+            return text
+        return normalize_keep_alive(number, source=source)
+    raise InvalidRequestError(_keep_alive_help(source, value))
+
+
+def _keep_alive_help(source: str, value: object) -> str:
+    return (
+        f"{source} must be a number of seconds (-1 keeps the model loaded, 0 unloads it "
+        f'at once) or a duration such as "10m", not {value!r}.'
+    )
+
+
+@dataclass(frozen=True)
+class OllamaConfig:
+    """The resolved settings of one provider."""
+
+    host: str = DEFAULT_HOST
+    timeout: float = DEFAULT_TIMEOUT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    keep_alive: KeepAlive | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def loopback(self) -> bool:
+        """Whether the server is on this machine."""
+        return is_loopback(self.host)
+
+    @classmethod
+    def resolve(
+        cls,
+        host: str | None = None,
+        *,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        keep_alive: KeepAlive | None = None,
+        headers: Mapping[str, str] | None = None,
+        environ: Mapping[str, str],
+    ) -> OllamaConfig:
+        """Explicit arguments, then ``environ``, then the defaults."""
+        if host is None:
+            host = environ.get(ENV_HOST) or None
+        all_headers = dict(headers or {})
+        api_key = (environ.get(ENV_API_KEY) or "").strip()
+        if api_key and not any(k.lower() == "authorization" for k in all_headers):
+            all_headers["Authorization"] = f"Bearer {api_key}"
+        return cls(
+            host=parse_host(host),
+            timeout=_seconds(timeout, environ, ENV_TIMEOUT, DEFAULT_TIMEOUT, "timeout"),
+            connect_timeout=_seconds(
+                connect_timeout,
+                environ,
+                ENV_CONNECT_TIMEOUT,
+                DEFAULT_CONNECT_TIMEOUT,
+                "connect_timeout",
+            ),
+            keep_alive=normalize_keep_alive(keep_alive),
+            headers=all_headers,
+        )
+
+
+def _seconds(
+    value: float | None, environ: Mapping[str, str], variable: str, default: float, name: str
+) -> float:
+    source = name
+    if value is None:
+        raw = (environ.get(variable) or "").strip()
+        if not raw:
+            return default
+        source = f"{variable}={raw!r}"
+        try:
+            value = float(raw)
+        except ValueError:
+            raise InvalidRequestError(
+                f"{source} is not a number of seconds. Set it to a positive number "
+                f"such as {default:g}, or unset it to use that default."
+            ) from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidRequestError(f"{name} must be a number of seconds, not {value!r}.")
+    if not value > 0 or math.isnan(value):
+        raise InvalidRequestError(
+            f"{source} must be a positive number of seconds (the default is {default:g})."
+        )
+    return float(value)

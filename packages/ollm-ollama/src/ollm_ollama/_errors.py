@@ -1,0 +1,285 @@
+"""Ollama's failures as ollm's typed errors, each saying what happened and what to do.
+
+Error text differs between routes and server versions (``'x'`` versus ``"x"``, "try
+pulling it first"), so the decisions rest on the status code; the server's own words
+are kept in every message. Only the capability answers ("does not support tools")
+are recognised by their text, because the runtime acts on them.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import httpx
+import msgspec
+
+from ollm.errors import (
+    ConnectionFailedError,
+    InvalidRequestError,
+    ModelNotFoundError,
+    OllmError,
+    ProviderError,
+    RequestTimeoutError,
+    StreamInterruptedError,
+    ToolsUnsupportedError,
+)
+from ollm_ollama._config import ENV_CONNECT_TIMEOUT, ENV_TIMEOUT, OllamaConfig
+from ollm_ollama._wire import ErrorBody, decoder
+
+__all__ = [
+    "PROVIDER",
+    "error_from_exception",
+    "error_from_status",
+    "error_from_text",
+    "server_message",
+]
+
+PROVIDER = "ollama"
+
+_MAX_QUOTE = 300
+
+
+def server_message(body: bytes) -> str | None:
+    """The ``error`` of a ``{"error": ...}`` body, or ``None`` if the body is not one."""
+    try:
+        parsed = decoder(ErrorBody).decode(body)
+    except msgspec.DecodeError:
+        return None
+    return describe_error_value(parsed.error)
+
+
+def describe_error_value(value: object) -> str | None:
+    """The text of an ``error`` field (a string, or an object from a proxy)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.strip() or None
+    if isinstance(value, dict):
+        message = value.get("message")
+        if isinstance(message, str) and message.strip():
+            return message.strip()
+    return msgspec.json.encode(value).decode()[:_MAX_QUOTE]
+
+
+def _quote(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= _MAX_QUOTE else text[:_MAX_QUOTE] + "..."
+
+
+def error_from_text(text: str, *, model: str | None, status: int | None = None) -> OllmError | None:
+    """The error for a capability answer ("does not support tools"), else ``None``."""
+    lowered = text.lower()
+    name = repr(model) if model else "The model"
+    if "does not support tools" in lowered:
+        return ToolsUnsupportedError(
+            f"{name} cannot call tools natively: Ollama said {_quote(text)!r}. Choose a model "
+            "with tool support, or use the ReAct strategy (tool_strategy='react').",
+            provider=PROVIDER,
+            model=model,
+            status=status,
+        )
+    if "does not support thinking" in lowered:
+        return InvalidRequestError(
+            f"{name} does not support thinking: Ollama said {_quote(text)!r}. Chat with "
+            "think=False (or leave think unset), or choose a thinking model.",
+            provider=PROVIDER,
+            model=model,
+            status=status,
+        )
+    if "does not support chat" in lowered or "does not support generate" in lowered:
+        return InvalidRequestError(
+            f"{name} cannot chat: Ollama said {_quote(text)!r}. It is probably an embedding "
+            "model: use it with embed(), or choose a chat model (ollm models list).",
+            provider=PROVIDER,
+            model=model,
+            status=status,
+        )
+    return None
+
+
+def error_from_status(
+    status: int,
+    body: bytes,
+    *,
+    config: OllamaConfig,
+    path: str,
+    model: str | None = None,
+) -> OllmError:
+    """The error for an HTTP answer with a status of 400 or more."""
+    url = config.host
+    text = server_message(body)
+    plain = body.decode("utf-8", "replace").strip()
+    said = _quote(text or plain) if (text or plain) else ""
+    common: dict[str, Any] = {"provider": PROVIDER, "model": model, "status": status}
+    if text is not None:
+        capability = error_from_text(text, model=model, status=status)
+        if capability is not None:
+            return capability
+    if status == 404:
+        if text is not None and model:
+            return ModelNotFoundError(
+                f"Model {model!r} is not on the Ollama server at {url} ({said}). "
+                f"Pull it with: ollm models pull {model}",
+                **common,
+            )
+        return ProviderError(
+            f"{url}{path} does not exist ({said or 'HTTP 404'}). Check that {url} is an "
+            "Ollama server (OLLAMA_HOST) and that it is recent enough: update Ollama.",
+            **common,
+        )
+    if status == 403 and not plain:
+        host = httpx.URL(url).host
+        return ProviderError(
+            f"Ollama at {url} refused the request with 403 and an empty body: a server "
+            "listening on loopback only answers requests whose Host header names this "
+            f"machine, and this one said {host!r} (a proxy or a tunnel does that). Connect "
+            "to http://127.0.0.1:11434 or http://localhost:11434 directly, have the proxy "
+            "send Host: localhost, or start the server with OLLAMA_HOST=0.0.0.0 (and "
+            "OLLAMA_ORIGINS for browser origins).",
+            **common,
+        )
+    if status in (401, 403):
+        return ProviderError(
+            f"Ollama at {url} refused access (HTTP {status}: {said}). Set OLLAMA_API_KEY "
+            "(or pass headers=...) with a key that may use this server.",
+            **common,
+        )
+    if status == 400:
+        return InvalidRequestError(
+            f"Ollama at {url} rejected the request: {said or 'HTTP 400'}. Check the model "
+            "name, the messages and the options.",
+            **common,
+        )
+    if status == 405:
+        return ProviderError(
+            f"{url}{path} does not accept this request (HTTP 405: {said}). Check that "
+            f"{url} is an Ollama server and that it is up to date.",
+            **common,
+        )
+    if status == 499:
+        return ProviderError(
+            f"Ollama at {url} says the request was cancelled ({said}). Try again.", **common
+        )
+    if status == 503:
+        return ProviderError(
+            f"Ollama at {url} is too busy to take the request ({said or 'HTTP 503'}). Try "
+            "again in a moment, or raise OLLAMA_MAX_QUEUE on the server.",
+            **common,
+        )
+    if status in (502, 504):
+        return (RequestTimeoutError if status == 504 else ProviderError)(
+            f"A proxy in front of Ollama at {url} could not get an answer (HTTP {status}: "
+            f"{said}). Check that Ollama runs behind it, and the proxy's timeouts.",
+            **common,
+        )
+    if status >= 500:
+        return ProviderError(
+            f"Ollama at {url} failed (HTTP {status}): {said or 'no details'}. Check the "
+            "server's log (the output of ollama serve); a wrongly typed option or a model "
+            "that crashed while loading also cause this.",
+            **common,
+        )
+    return ProviderError(
+        f"Ollama at {url} answered HTTP {status}: {said or 'no details'}.", **common
+    )
+
+
+def error_from_exception(
+    exc: BaseException,
+    *,
+    config: OllamaConfig,
+    model: str | None = None,
+    streaming: bool = False,
+    read_timeout: float | None = None,
+) -> OllmError:
+    """The error for a failure of the connection itself (httpx's exceptions)."""
+    url = config.host
+    common: dict[str, Any] = {"provider": PROVIDER, "model": model}
+    detail = _detail(exc)
+    if isinstance(exc, httpx.ConnectTimeout):
+        return RequestTimeoutError(
+            f"Connecting to Ollama at {url} took longer than {config.connect_timeout:g} s. "
+            f"Check that the server is up and reachable, or raise {ENV_CONNECT_TIMEOUT}.",
+            **common,
+        )
+    if isinstance(exc, httpx.ReadTimeout):
+        seconds = read_timeout if read_timeout is not None else config.timeout
+        return RequestTimeoutError(
+            f"Ollama at {url} sent nothing for {seconds:g} s. Loading a large model for the "
+            f"first time can take minutes: raise the timeout ({ENV_TIMEOUT}=600, or "
+            "timeout=... when building the provider).",
+            **common,
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        return RequestTimeoutError(
+            f"A request to Ollama at {url} timed out ({detail}). Try again, or raise "
+            f"{ENV_TIMEOUT}.",
+            **common,
+        )
+    if isinstance(exc, httpx.ProxyError):
+        return ConnectionFailedError(
+            f"The proxy between ollm and Ollama at {url} failed ({detail}). Check the "
+            "HTTP_PROXY, HTTPS_PROXY and NO_PROXY variables.",
+            **common,
+        )
+    if isinstance(exc, httpx.ConnectError):
+        if _is_name_resolution(exc):
+            return ConnectionFailedError(
+                f"Cannot find the Ollama host of {url} ({detail}). Check OLLAMA_HOST (or "
+                "host=...).",
+                **common,
+            )
+        return ConnectionFailedError(
+            f"Ollama is not running at {url}. Start it with: ollama serve", **common
+        )
+    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
+        return InvalidRequestError(
+            f"{url} is not a usable Ollama address ({detail}). Check OLLAMA_HOST (or host=...).",
+            **common,
+        )
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        if streaming:
+            return StreamInterruptedError(
+                f"The connection to Ollama at {url} broke before the reply was complete "
+                f"({detail}). Try again; if it keeps happening, check the server's log.",
+                **common,
+            )
+        return ConnectionFailedError(
+            f"Ollama at {url} closed the connection without answering ({detail}). Check "
+            "that it is an Ollama server and look at its log.",
+            **common,
+        )
+    return ProviderError(
+        f"Talking to Ollama at {url} failed: {detail}. Try again; if it keeps happening, "
+        "check the server.",
+        **common,
+    )
+
+
+def _detail(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+_NAME_ERRORS = (
+    "name or service not known",
+    "nodename nor servname",
+    "temporary failure in name resolution",
+    "getaddrinfo failed",
+    "no address associated",
+)
+
+
+def _is_name_resolution(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, socket.gaierror):
+            return True
+        text = str(current).lower()
+        if any(marker in text for marker in _NAME_ERRORS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False

@@ -1,0 +1,369 @@
+"""``OllamaProvider``: chat, tools, model management and embeddings on an Ollama server."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+import os
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+
+import httpx
+
+from ollm.errors import ErrorCode, ModelNotFoundError, OllmError
+from ollm.registries import estimate_text_tokens, fallback_count, request_text
+from ollm.types import (
+    AbortSignal,
+    EmbeddingResult,
+    HealthStatus,
+    Message,
+    ModelCapabilities,
+    ModelInfo,
+    NoticeEvent,
+    ProviderEvent,
+    ProviderRequest,
+    PullProgress,
+    RunningModel,
+    ToolSchema,
+)
+from ollm_ollama import _models
+from ollm_ollama._chat import stream_chat
+from ollm_ollama._config import KeepAlive, OllamaConfig
+from ollm_ollama._convert import capabilities_from
+from ollm_ollama._embed import DEFAULT_BATCH_SIZE, embed
+from ollm_ollama._http import OllamaHTTP
+from ollm_ollama._wire import ShowResponse
+
+__all__ = ["OllamaProvider"]
+
+log = logging.getLogger(__name__)
+
+# Ollama unloads an idle model after 5 minutes by default (keep_alive): a model that
+# answered within the last 4 is taken to be loaded still, without asking.
+RECENTLY_LOADED_SECONDS = 240.0
+RUNNING_LIST_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class _Anchor:
+    """What the server counted for the last request it answered for one model."""
+
+    messages: tuple[Message, ...]
+    system_prompt: str | None
+    tools: tuple[ToolSchema, ...]
+    prompt_tokens: int
+
+
+class OllamaProvider:
+    """The Ollama provider: ``ChatClient(provider=OllamaProvider())``, or on its own.
+
+    Configuration comes from the arguments, else from ``environ`` (``os.environ`` by
+    default, read here): ``OLLAMA_HOST`` (read like the official client does, with
+    ``0.0.0.0`` and ``::`` meaning this machine), ``OLLM_OLLAMA_TIMEOUT`` (seconds to
+    wait for the server's next bytes; 300 by default, because a cold model load is
+    slow), ``OLLM_OLLAMA_CONNECT_TIMEOUT`` (5 by default), and ``OLLAMA_API_KEY``
+    (sent as a bearer token). ``keep_alive`` is how long the server keeps a model
+    loaded after a request (seconds, or a duration such as ``"10m"``). ``transport``
+    replaces the network (an ``httpx`` transport, for tests and benchmarks).
+
+    The provider keeps one connection pool, opened on first use; close it with
+    ``await provider.aclose()`` or ``async with OllamaProvider() as provider``.
+    """
+
+    name = "ollama"
+    handles_abort = True
+    embed_batch_size = DEFAULT_BATCH_SIZE
+
+    def __init__(
+        self,
+        host: str | None = None,
+        *,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        keep_alive: KeepAlive | None = None,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = OllamaConfig.resolve(
+            host,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            keep_alive=keep_alive,
+            headers=headers,
+            environ=os.environ if environ is None else environ,
+        )
+        self._http = OllamaHTTP(self.config, transport)
+        self._shows: dict[str, ShowResponse] = {}
+        self._answered: dict[str, float] = {}
+        self._anchors: dict[str, _Anchor] = {}
+        self._running: tuple[float, dict[str, RunningModel]] | None = None
+
+    @property
+    def host(self) -> str:
+        """The server's base URL, for example ``http://127.0.0.1:11434``."""
+        return self.config.host
+
+    def __repr__(self) -> str:
+        return f"OllamaProvider(host={self.config.host!r})"
+
+    # -- chat --------------------------------------------------------------------------
+
+    def chat_stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        """Stream the reply to ``request``: text, thinking, tool calls, then the finish."""
+        return stream_chat(self, request)
+
+    async def _loading_notice(self, model: str, abort: AbortSignal) -> NoticeEvent | None:
+        """A notice when ``model`` is about to be loaded into memory (never raises)."""
+        answered = self._answered.get(model)
+        if answered is not None and time.monotonic() - answered < RECENTLY_LOADED_SECONDS:
+            return None
+        try:
+            with abort.guard() as scope:
+                if await self._loaded(model) is not None:
+                    self._answered[model] = time.monotonic()
+                    return None
+                # Only a model the server has is loaded; a missing one fails right after.
+                await self._show(model, timeout=self._http.short_timeout)
+            if scope.cancelled_caught:
+                return None
+        except Exception:
+            log.debug("could not tell whether %r is loaded", model, exc_info=True)
+            return None
+        return NoticeEvent(
+            f"Loading {model} into memory; the first reply can take a while.", "loading_model"
+        )
+
+    async def _model_stop(self, model: str, abort: AbortSignal) -> list[str]:
+        """The model's own stop strings, to keep them when a request adds its own."""
+        try:
+            with abort.guard():
+                return _models.model_stop(await self._show(model))
+        except Exception:
+            log.debug("the stop strings of %r are unknown", model, exc_info=True)
+        return []
+
+    def _replied(self, request: ProviderRequest, prompt_tokens: int | None) -> None:
+        """Note a complete reply: the model is loaded, and what its prompt counted."""
+        self._answered[request.model] = time.monotonic()
+        self._running = None  # the server loaded the model: the list changed
+        if prompt_tokens:
+            self._anchors[request.model] = _Anchor(
+                request.messages, request.system_prompt, request.tools, prompt_tokens
+            )
+
+    # -- tokens and capabilities -------------------------------------------------------
+
+    async def count_tokens(self, request: ProviderRequest) -> int:
+        """The prompt tokens of ``request``, anchored on what the server last counted.
+
+        When the history only grew since the server's last answer for this model (same
+        system prompt and tools, earlier messages unchanged), the estimate is that
+        answer's ``prompt_eval_count`` plus characters / 4 of the new messages; else it
+        is characters / 4 of the whole request.
+        """
+        anchor = self._anchors.get(request.model)
+        if anchor is not None:
+            known = len(anchor.messages)
+            messages = request.messages
+            if (
+                len(messages) >= known
+                and anchor.system_prompt == request.system_prompt
+                and anchor.tools == request.tools
+                and messages[:known] == anchor.messages
+            ):
+                added = ProviderRequest(model=request.model, messages=messages[known:])
+                return max(1, anchor.prompt_tokens + estimate_text_tokens(request_text(added)))
+        return fallback_count(request)
+
+    async def model_capabilities(self, model: str) -> ModelCapabilities:
+        """What ``model`` supports, and the context window the server will really use.
+
+        The window is the loaded model's (``/api/ps``), else the Modelfile's
+        ``num_ctx``, else ``None`` (unknown: the runtime assumes 4096). Raises
+        ``ModelNotFoundError`` when the server does not have the model.
+        """
+        show = await self._show(model)
+        try:
+            loaded = await self._loaded(model)
+        except OllmError:
+            loaded = None
+        window = loaded.context_window if loaded is not None else None
+        if window is None:
+            window = _models.modelfile_num_ctx(show)
+        return capabilities_from(show.capabilities, window)
+
+    async def _loaded(self, model: str) -> RunningModel | None:
+        """``model`` as ``/api/ps`` lists it, or ``None`` when it is not in memory.
+
+        The list is reused for a moment, so that the runtime's look at the model's
+        capabilities and the chat right after it ask the server once.
+        """
+        snapshot = self._running
+        if snapshot is None or time.monotonic() - snapshot[0] > RUNNING_LIST_SECONDS:
+            self._remember_running(
+                await _models.running_models(self._http, timeout=self._http.short_timeout)
+            )
+            snapshot = self._running
+            assert snapshot is not None
+        return snapshot[1].get(_models.canonical_name(model))
+
+    def _remember_running(self, running: list[RunningModel]) -> list[RunningModel]:
+        self._running = (
+            time.monotonic(),
+            {_models.canonical_name(m.name): m for m in running},
+        )
+        return running
+
+    async def _show(self, model: str, *, timeout: httpx.Timeout | None = None) -> ShowResponse:
+        show = self._shows.get(model)
+        if show is None:
+            show = await _models.fetch_show(self._http, _models.check_name(model), timeout=timeout)
+            self._shows[model] = show
+        return show
+
+    def _forget(self, model: str) -> None:
+        """Drop what is cached about ``model`` (after a pull or a delete)."""
+        self._running = None
+        wanted = _models.canonical_name(model)
+        for cache in (self._shows, self._answered, self._anchors):
+            for key in [k for k in cache if _models.canonical_name(k) == wanted]:
+                del cache[key]
+
+    # -- model management --------------------------------------------------------------
+
+    async def list_models(self) -> list[ModelInfo]:
+        """The models on the server (``ollama list``)."""
+        return await _models.list_models(self._http)
+
+    async def show_model(self, name: str) -> ModelInfo:
+        """One model in detail; raises ``ModelNotFoundError`` when it is missing."""
+        show = await _models.fetch_show(self._http, _models.check_name(name))
+        self._shows[name] = show
+        return _models.model_info_from_show(name, show)
+
+    def stream_pull(self, name: str) -> AsyncGenerator[PullProgress, None]:
+        """Download ``name``, yielding each step; raises a typed error if it fails."""
+        name = _models.check_name(name)
+        self._forget(name)
+        return _models.stream_pull(self._http, name)
+
+    async def pull_model(
+        self, name: str, *, on_progress: Callable[[PullProgress], object] | None = None
+    ) -> None:
+        """Download ``name``, calling ``on_progress`` (sync or async) at every step."""
+        async with contextlib.aclosing(self.stream_pull(name)) as steps:
+            async for progress in steps:
+                if on_progress is not None:
+                    result = on_progress(progress)
+                    if inspect.isawaitable(result):
+                        await result
+
+    async def delete_model(self, name: str) -> None:
+        """Delete ``name``; raises ``ModelNotFoundError`` when it is missing."""
+        name = _models.check_name(name)
+        try:
+            await _models.delete_model(self._http, name)
+        except ModelNotFoundError as exc:
+            raise ModelNotFoundError(
+                f"Model {name!r} is not on the Ollama server at {self.host}, so there is "
+                "nothing to delete. See what is there with: ollm models list",
+                provider=self.name,
+                model=name,
+                status=exc.status,
+            ) from None
+        finally:
+            self._forget(name)
+
+    async def copy_model(self, source: str, destination: str) -> None:
+        """Copy ``source`` to the new name ``destination`` (``ollama cp``)."""
+        await _models.copy_model(
+            self._http,
+            _models.check_name(source, "source model"),
+            _models.check_name(destination, "destination model"),
+        )
+        self._forget(destination)
+
+    async def running_models(self) -> list[RunningModel]:
+        """The models loaded in memory now (``ollama ps``), latest to expire first."""
+        return self._remember_running(await _models.running_models(self._http))
+
+    async def version(self) -> str:
+        """The server's version, for example ``"0.12.10"``."""
+        return await _models.server_version(self._http)
+
+    # -- embeddings and health ---------------------------------------------------------
+
+    async def embed(
+        self,
+        model: str,
+        texts: Sequence[str],
+        *,
+        dimensions: int | None = None,
+        truncate: bool | None = None,
+    ) -> EmbeddingResult:
+        """One vector per text, in order (batched for large inputs).
+
+        ``dimensions`` shortens the vectors (servers since v0.11.11); ``truncate=False``
+        makes a text longer than the context an error instead of cutting it.
+        """
+        return await embed(
+            self._http,
+            _models.check_name(model),
+            texts,
+            batch_size=self.embed_batch_size,
+            dimensions=dimensions,
+            truncate=truncate,
+            keep_alive=self.config.keep_alive,
+        )
+
+    async def health(self) -> HealthStatus:
+        """Whether the server answers, how fast, and its version. Never raises."""
+        checked_at = datetime.now(UTC)
+        started = time.perf_counter()
+        try:
+            version = await _models.server_version(self._http, timeout=self._http.short_timeout)
+        except OllmError as exc:
+            return HealthStatus(
+                ok=False,
+                provider=self.name,
+                checked_at=checked_at,
+                error=exc.message,
+                error_code=exc.code,
+            )
+        except Exception as exc:
+            return HealthStatus(
+                ok=False,
+                provider=self.name,
+                checked_at=checked_at,
+                error=f"Checking Ollama at {self.host} failed: {type(exc).__name__}: {exc}",
+                error_code=ErrorCode.PROVIDER_ERROR,
+            )
+        return HealthStatus(
+            ok=True,
+            provider=self.name,
+            checked_at=checked_at,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            version=version or None,
+        )
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the connection pool (a later request opens a new one)."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> OllamaProvider:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
