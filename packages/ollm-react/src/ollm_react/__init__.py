@@ -1,5 +1,83 @@
-"""ollm_react (work in progress)."""
+"""ollm-react: tool calling for models without native tools, through the ReAct protocol.
+
+Installed next to ``ollm-core``, it registers the ``react`` strategy (and
+``react-example``); the runtime uses it when a chat asks for it, when a model's
+capabilities lack tools, or after the server answers that the model "does not support
+tools". The pieces are public for applications and tests:
+
+- ``ReActStrategy``: the strategy itself (``worked_example=``, ``max_format_errors=``);
+- ``parse_reply``: a whole reply to ``ParsedAction``, ``ParsedAnswer`` or ``FormatProblem``;
+- ``StreamScanner``: the incremental side (what to show, when to stop);
+- ``build_instructions``, ``render_observation``, ``render_messages``: what the model reads.
+
+Names load on first use, so discovery imports nothing but the small plugin module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ollm_react._version import __version__
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from ollm_react._instructions import build_instructions, feedback, wrap_up_prompt
+    from ollm_react._parser import (
+        FormatProblem,
+        ParsedAction,
+        ParsedAnswer,
+        ParsedReply,
+        parse_reply,
+        resolve_tool,
+    )
+    from ollm_react._render import render_messages, render_observation
+    from ollm_react._scanner import StreamScanner
+    from ollm_react._strategy import OBSERVATION_STOP, ReActStrategy
+
+__all__ = [
+    "OBSERVATION_STOP",
+    "FormatProblem",
+    "ParsedAction",
+    "ParsedAnswer",
+    "ParsedReply",
+    "ReActStrategy",
+    "StreamScanner",
+    "__version__",
+    "build_instructions",
+    "feedback",
+    "parse_reply",
+    "render_messages",
+    "render_observation",
+    "resolve_tool",
+    "wrap_up_prompt",
+]
+
+_WHERE = {
+    "build_instructions": "_instructions",
+    "feedback": "_instructions",
+    "wrap_up_prompt": "_instructions",
+    "FormatProblem": "_parser",
+    "ParsedAction": "_parser",
+    "ParsedAnswer": "_parser",
+    "ParsedReply": "_parser",
+    "parse_reply": "_parser",
+    "resolve_tool": "_parser",
+    "render_messages": "_render",
+    "render_observation": "_render",
+    "StreamScanner": "_scanner",
+    "OBSERVATION_STOP": "_strategy",
+    "ReActStrategy": "_strategy",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ollm_react' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"ollm_react.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,1 +1,41 @@
-"""Registration module of the ollm_react plugin (work in progress)."""
+"""The ``react`` plugin: registers the ReAct tool-calling strategy with ollm.
+
+Discovery imports this module at start-up, so it imports nothing of its own until a
+chat asks for a strategy: the factories import the parser and the strategy then.
+Two names are registered: ``react``, which the runtime also picks for a model that
+cannot call tools natively, and ``react-example``, the same with a worked example in
+the instructions, for very small models.
+"""
+
+from __future__ import annotations
+
+from ollm.hookspecs import hookimpl
+from ollm.types.specs import StrategySpec
+from ollm.types.strategy import ToolStrategy
+
+__all__ = ["ollm_tool_strategies"]
+
+
+def _react() -> ToolStrategy:
+    from ollm_react._strategy import ReActStrategy
+
+    return ReActStrategy()
+
+
+def _react_with_example() -> ToolStrategy:
+    from ollm_react._strategy import ReActStrategy
+
+    return ReActStrategy(worked_example=True, name="react-example")
+
+
+@hookimpl
+def ollm_tool_strategies() -> list[StrategySpec]:
+    """ReAct, for models without native tool calling."""
+    return [
+        StrategySpec("react", _react, "Tool calling through the ReAct text protocol"),
+        StrategySpec(
+            "react-example",
+            _react_with_example,
+            "ReAct with a worked example in the instructions, for very small models",
+        ),
+    ]

@@ -1,0 +1,152 @@
+"""What the model reads: the tool instructions, the corrections, the last call to answer.
+
+Written for small local models (react-guide.md): the exact tool names with their JSON
+Schemas, one action per reply, JSON with double quotes and no code fences, never an
+Observation of its own, and, on request, one worked example with a made-up tool,
+because very small models otherwise copy the placeholders literally.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from ollm.types.request import ToolSchema
+from ollm_react._arguments import example_input
+from ollm_react._parser import FormatProblem
+
+__all__ = [
+    "build_instructions",
+    "feedback",
+    "render_schema",
+    "wrap_up_prompt",
+]
+
+_EXAMPLE_TOOL = "lookup_capital_city"
+
+_EXAMPLE = f"""\
+Example, with a made-up tool "{_EXAMPLE_TOOL}" that you do NOT have:
+  User: What is the capital of Peru?
+  Your reply:
+    Thought: I need the capital of Peru, so I will look it up.
+    Action: {_EXAMPLE_TOOL}
+    Action Input: {{"country": "Peru"}}
+  Next message: Observation: {{"capital": "Lima"}}
+  Your reply:
+    Thought: The tool says the capital is Lima.
+    Final Answer: The capital of Peru is Lima.
+Use only the tools listed above, with their real names and arguments."""
+
+
+def render_schema(parameters: object) -> str:
+    """A tool's JSON Schema exactly as the instructions show it."""
+    return json.dumps(parameters, ensure_ascii=False, default=str)
+
+
+def build_instructions(
+    tools: Sequence[ToolSchema],
+    *,
+    worked_example: bool = False,
+    tool_choice: str = "auto",
+) -> str:
+    """The system-prompt section that teaches the ReAct protocol for these tools."""
+    names = ", ".join(tool.name for tool in tools)
+    listed = "\n\n".join(
+        f"- {tool.name}: {tool.description.strip() or '(no description)'}\n"
+        f"  Arguments (JSON Schema): {render_schema(tool.parameters)}"
+        for tool in tools
+    )
+    parts = [
+        "You can use tools to answer. The tools are:",
+        listed,
+        (
+            "To use a tool, reply with exactly these three lines, then stop:\n"
+            "Thought: <your short reasoning>\n"
+            f"Action: <the tool name, one of: {names}>\n"
+            "Action Input: <the arguments as one JSON object>\n"
+            "The tool's result comes back in the next message, as:\n"
+            "Observation: <the result, as JSON>"
+        ),
+        (
+            "When you have what you need, or need no tool, reply with:\n"
+            "Thought: <your short reasoning>\n"
+            "Final Answer: <your answer for the user>"
+        ),
+        (
+            "Rules:\n"
+            "- One Action per reply; wait for its Observation before the next one.\n"
+            "- Action Input is plain JSON with double quotes: no code fences, no comments.\n"
+            "- Use a tool name exactly as listed.\n"
+            '- Never write "Observation:" yourself; it comes from the tool.'
+        ),
+    ]
+    choice = _choice_rule(tool_choice, tools)
+    if choice:
+        parts.append(choice)
+    if worked_example:
+        parts.append(_EXAMPLE)
+    return "\n\n".join(parts)
+
+
+def _choice_rule(tool_choice: str, tools: Sequence[ToolSchema]) -> str:
+    if tool_choice == "required":
+        return "- Use at least one tool before you give the Final Answer."
+    if tool_choice not in ("auto", "none", "") and any(t.name == tool_choice for t in tools):
+        return f"- Use the tool {tool_choice} before you give the Final Answer."
+    return ""
+
+
+def shapes(tools: Sequence[ToolSchema], tool: ToolSchema | None = None) -> str:
+    """The two allowed reply shapes, with the real tool names."""
+    names = ", ".join(t.name for t in tools) or "(none)"
+    action = tool.name if tool is not None else f"<one of: {names}>"
+    arguments = example_input(tool.parameters) if tool is not None else "<one JSON object>"
+    return (
+        "Reply in exactly one of these two shapes.\n"
+        "To use a tool:\n"
+        "Thought: <your short reasoning>\n"
+        f"Action: {action}\n"
+        f"Action Input: {arguments}\n"
+        "To answer:\n"
+        "Thought: <your short reasoning>\n"
+        "Final Answer: <your answer for the user>"
+    )
+
+
+_FIXES = {
+    "empty": "Write a Thought, then an Action with its Action Input, or a Final Answer.",
+    "empty_answer": "Write the answer itself after 'Final Answer:'.",
+    "thought_only": "After the Thought, write an Action with its Action Input, or a Final Answer.",
+    "input_before_action": "Write the Action line (the tool name) before its Action Input.",
+    "missing_tool": "Write the tool name after 'Action:'.",
+    "missing_input": "After the Action line, write 'Action Input:' and the arguments as JSON "
+    "(use {} when the tool takes no arguments).",
+    "bad_input": "Write the Action Input again as one JSON object with double quotes.",
+}
+
+
+def feedback(problem: FormatProblem, tools: Sequence[ToolSchema]) -> str:
+    """The Observation that tells the model exactly what was wrong and how to reply."""
+    if problem.kind == "unknown_tool":
+        names = ", ".join(t.name for t in tools) or "(none)"
+        hint = f" Did you mean {problem.suggestion}?" if problem.suggestion else ""
+        what = (
+            f"Observation: Error: {problem.detail}.{hint} "
+            f"The tools are: {names}. Use one of these names exactly."
+        )
+        return f"{what}\n{shapes(tools)}"
+    tool = next((t for t in tools if t.name == problem.tool), None)
+    what = f"Observation: Error: your reply could not be used: {problem.detail}."
+    fix = _FIXES.get(problem.kind, "")
+    return f"{what} {fix}\n{shapes(tools, tool)}".replace(" \n", "\n")
+
+
+def wrap_up_prompt() -> str:
+    """The last request's user message, at the turn limit: no more tools, answer now."""
+    return (
+        "Observation: You have used all the tool calls allowed for this question. "
+        "Do not use any tool now. Reply with your best answer from what you already "
+        "know, in this shape:\n"
+        "Thought: <your short reasoning>\n"
+        "Final Answer: <your answer for the user>"
+    )

@@ -1,0 +1,339 @@
+"""``ReActStrategy``: tool calling for models without native tools, as ollm's runtime sees it.
+
+The runtime hands it the native request (tools, canonical history) and gets native
+events back: the strategy renders the request as a ReAct text conversation, streams
+the model's text through the scanner (thinking for Thoughts, text for the final
+answer, a ``ToolCallEvent`` as soon as an action's input closes, and then it stops the
+generation), and reviews each reply with the batch parser. One object serves one chat,
+so it keeps that chat's count of malformed replies and the calls already made.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+
+from ollm.errors import ErrorCode
+from ollm.types.events import (
+    ErrorEvent,
+    FinishEvent,
+    ProviderEvent,
+    TextEvent,
+    ThinkingEvent,
+    ToolCallEvent,
+)
+from ollm.types.messages import Message, ToolCall
+from ollm.types.provider import ProviderAdapter
+from ollm.types.request import ProviderRequest, ToolSchema
+from ollm.types.strategy import ReplyReview
+from ollm_react._instructions import build_instructions, feedback, wrap_up_prompt
+from ollm_react._parser import (
+    FormatProblem,
+    ParsedAction,
+    ParsedAnswer,
+    ParsedReply,
+    parse_reply,
+)
+from ollm_react._render import dump_arguments, render_messages, result_json
+from ollm_react._scanner import Output, StreamScanner
+
+__all__ = ["OBSERVATION_STOP", "ReActStrategy"]
+
+log = logging.getLogger(__name__)
+
+OBSERVATION_STOP = "\nObservation:"
+"""The stop sequence every ReAct request carries (the model must not invent results)."""
+
+_REPEAT_LIMIT = 2
+
+
+class ReActStrategy:
+    """Tools described in the system prompt; Thought / Action / Final Answer parsed from text.
+
+    - ``worked_example``: add one worked example with a made-up tool to the
+      instructions (very small models copy placeholders literally without one);
+    - ``max_format_errors``: malformed replies in a row before the chat ends with a
+      ``FORMAT_ERROR`` (each earlier one gets an Observation saying what to fix);
+    - ``name``: the registry name it answers to (``react``, ``react-example``).
+    """
+
+    def __init__(
+        self,
+        *,
+        worked_example: bool = False,
+        max_format_errors: int = 3,
+        name: str = "react",
+    ) -> None:
+        if not isinstance(max_format_errors, int) or max_format_errors < 1:
+            raise ValueError(
+                f"max_format_errors must be a positive integer, not {max_format_errors!r}"
+            )
+        self._name = name
+        self.worked_example = worked_example
+        self.max_format_errors = max_format_errors
+        # The chat's state.
+        self._tools: tuple[ToolSchema, ...] = ()
+        self._format_errors = 0
+        self._thought_only = 0
+        self._calls: dict[str, int] = {}
+        self._call_keys: dict[str, str] = {}
+        self._results: dict[str, str] = {}
+        self._wrap_up_next = False
+        self._system: tuple[tuple[ToolSchema, ...], str | None, str, str | None] | None = None
+        # The current turn's state.
+        self._chunks: list[str] = []
+        self._streamed = False
+        self._wrapping_up = False
+        self._call_id = "react_1"
+        self._parsed: tuple[str, ParsedReply] | None = None
+
+    @property
+    def name(self) -> str:
+        """The registry name."""
+        return self._name
+
+    # -- the request -------------------------------------------------------------------
+
+    def prepare(self, request: ProviderRequest) -> ProviderRequest:
+        """The request as the provider receives it (the runtime counts its tokens)."""
+        return self.text_request(request)
+
+    def text_request(self, request: ProviderRequest) -> ProviderRequest:
+        """The native request rendered as a ReAct text request for the same provider."""
+        if request.tools:
+            self._tools = request.tools
+        tools = request.tools or self._tools
+        options = request.options
+        stop = tuple(options.stop or ())
+        if OBSERVATION_STOP not in stop:
+            options = msgspec.structs.replace(options, stop=(*stop, OBSERVATION_STOP))
+        return msgspec.structs.replace(
+            request,
+            messages=render_messages(request.messages),
+            system_prompt=self._system_prompt(tools, request.system_prompt, request.tool_choice),
+            tools=(),
+            tool_choice="auto",
+            options=options,
+            # A JSON constraint would forbid the ReAct text itself.
+            response_format=None,
+        )
+
+    def _system_prompt(
+        self, tools: tuple[ToolSchema, ...], system: str | None, tool_choice: str
+    ) -> str | None:
+        cached = self._system
+        # The runtime passes the same tools tuple every turn: build the prompt once.
+        if (
+            cached is not None
+            and cached[0] is tools
+            and cached[1] == system
+            and cached[2] == tool_choice
+        ):
+            return cached[3]
+        prompt = system
+        if tools:
+            instructions = build_instructions(
+                tools, worked_example=self.worked_example, tool_choice=tool_choice
+            )
+            prompt = f"{instructions}\n\n{system}" if system else instructions
+        self._system = (tools, system, tool_choice, prompt)
+        return prompt
+
+    # -- the stream --------------------------------------------------------------------
+
+    def stream(
+        self, provider: ProviderAdapter, request: ProviderRequest
+    ) -> AsyncIterator[ProviderEvent]:
+        """Send the request as ReAct text; yield thinking, answer text and tool calls."""
+        self._begin_turn(request)
+        return self._stream(provider, self.text_request(request))
+
+    def _begin_turn(self, request: ProviderRequest) -> None:
+        self._chunks = []
+        self._parsed = None
+        self._streamed = True
+        self._wrapping_up, self._wrap_up_next = self._wrap_up_next, False
+        # Unique in the conversation: one more than the calls its history holds.
+        made = sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")
+        self._call_id = f"react_{made + 1}"
+        for message in request.messages:
+            if message.role == "tool" and message.tool_call_id in self._call_keys:
+                self._results[self._call_keys[message.tool_call_id]] = message.text
+
+    async def _stream(
+        self, provider: ProviderAdapter, request: ProviderRequest
+    ) -> AsyncIterator[ProviderEvent]:
+        scanner = StreamScanner()
+        chunks = self._chunks
+        inner = _Inner(provider.chat_stream(request))
+        try:
+            async for event in inner.events:
+                kind = type(event)
+                if kind is TextEvent:
+                    assert isinstance(event, TextEvent)
+                    chunks.append(event.text)
+                    outputs = scanner.feed(event.text)
+                    if outputs:
+                        if len(outputs) == 1 and outputs[0][1] is event.text:
+                            if outputs[0][0] == "text":
+                                # Shown as it came: pass the provider's own event on.
+                                yield event
+                            else:
+                                yield ThinkingEvent(event.text)
+                        else:
+                            for shown in _events(outputs):
+                                yield shown
+                    if scanner.stop is not None:
+                        # The rest cannot matter: stop the generation first (closing
+                        # the stream makes the server stop), then end the reply here.
+                        last = self._last_events(scanner)
+                        await inner.close()
+                        for last_event in last:
+                            yield last_event
+                        yield FinishEvent("stop")
+                        return
+                elif kind is FinishEvent:
+                    for last_event in self._last_events(scanner):
+                        yield last_event
+                    yield event
+                    return
+                elif kind is ToolCallEvent:
+                    log.debug("ignoring a native tool call in a ReAct reply: %r", event)
+                else:
+                    # Thinking, notices, errors, and anything else for the runtime to judge.
+                    yield event
+                    if kind is ErrorEvent:
+                        return
+            for last_event in self._last_events(scanner):
+                yield last_event
+        finally:
+            await inner.close()
+
+    def _last_events(self, scanner: StreamScanner) -> list[ProviderEvent]:
+        """What the end of the stream completes: held text, an implicit answer, the call."""
+        events = _events(scanner.end())
+        if scanner.in_action and not self._wrapping_up:
+            parsed = self._parse()
+            if isinstance(parsed, ParsedAction):
+                events.append(ToolCallEvent(ToolCall(self._call_id, parsed.tool, parsed.args)))
+        return events
+
+    def _parse(self, fallback: str = "") -> ParsedReply:
+        raw = "".join(self._chunks) if self._streamed else fallback
+        cached = self._parsed
+        if cached is not None and cached[0] == raw:
+            return cached[1]
+        parsed = parse_reply(raw, self._tools)
+        self._parsed = (raw, parsed)
+        return parsed
+
+    # -- the review --------------------------------------------------------------------
+
+    def review(self, reply: Message) -> ReplyReview | None:
+        """Judge the reply from the text the stream buffered (the single source of truth)."""
+        parsed = self._parse(reply.text)
+        self._streamed = False
+        if self._wrapping_up:
+            return _last_answer(parsed)
+        if isinstance(parsed, ParsedAction):
+            self._format_errors = self._thought_only = 0
+            return self._action(parsed)
+        if isinstance(parsed, ParsedAnswer):
+            self._format_errors = self._thought_only = 0
+            return ReplyReview(
+                message=Message.assistant(parsed.answer, thinking=parsed.thought or None)
+            )
+        if parsed.kind == "thought_only" and self._thought_only:
+            # A second reply in a row that only thinks: its thought is the answer.
+            self._format_errors = self._thought_only = 0
+            return ReplyReview(
+                message=Message.assistant(parsed.thought),
+                events=(TextEvent(parsed.thought),),
+            )
+        self._thought_only = self._thought_only + 1 if parsed.kind == "thought_only" else 0
+        self._format_errors += 1
+        message = Message.assistant(parsed.text)
+        if self._format_errors >= self.max_format_errors:
+            return ReplyReview(message=message, error=self._too_many(parsed))
+        return ReplyReview(message=message, feedback=feedback(parsed, self._tools))
+
+    def _action(self, parsed: ParsedAction) -> ReplyReview:
+        call = ToolCall(self._call_id, parsed.tool, parsed.args)
+        message = Message.assistant("", tool_calls=(call,), thinking=parsed.thought or None)
+        key = f"{parsed.tool}\x00{_canonical(parsed.args)}"
+        made = self._calls.get(key, 0)
+        if made >= _REPEAT_LIMIT:
+            earlier = self._results.get(key)
+            shown = result_json(earlier) if earlier is not None else "not known"
+            why = (
+                f"it was already called {made} times with these same arguments "
+                f"({dump_arguments(parsed.args)}). Its result was: {shown}. Use that "
+                "result, call a tool with other arguments, or give your Final Answer."
+            )
+            return ReplyReview(message=message, results={call.id: why})
+        self._calls[key] = made + 1
+        self._call_keys[call.id] = key
+        return ReplyReview(message=message)
+
+    def _too_many(self, problem: FormatProblem) -> ErrorEvent:
+        return ErrorEvent(
+            f"The model's last {self._format_errors} replies were not in the ReAct format "
+            f"(the last one: {problem.detail}). Try a larger model, the 'react-example' "
+            "tool strategy (instructions with a worked example), or chat without tools.",
+            ErrorCode.FORMAT_ERROR,
+        )
+
+    # -- the turn limit ----------------------------------------------------------------
+
+    def wrap_up(self, request: ProviderRequest) -> ProviderRequest | None:
+        """One last request without tools, asking for the Final Answer now."""
+        if request.tools:
+            self._tools = request.tools
+        self._wrap_up_next = True
+        return msgspec.structs.replace(
+            request,
+            tools=(),
+            messages=(*request.messages, Message.user(wrap_up_prompt())),
+        )
+
+
+class _Inner:
+    """The provider's stream, closed once whichever way the reply ends."""
+
+    __slots__ = ("closed", "events")
+
+    def __init__(self, events: AsyncIterator[ProviderEvent]) -> None:
+        self.events = events
+        self.closed = False
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        aclose = getattr(self.events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _last_answer(parsed: ParsedReply) -> ReplyReview:
+    """The wrap-up reply: whatever it holds is the answer, and no tool runs."""
+    if isinstance(parsed, ParsedAnswer):
+        return ReplyReview(
+            message=Message.assistant(parsed.answer, thinking=parsed.thought or None)
+        )
+    text = parsed.thought or (parsed.text if isinstance(parsed, FormatProblem) else "")
+    if not text:
+        text = "I could not finish within the turn limit."
+    return ReplyReview(message=Message.assistant(text), events=(TextEvent(text),))
+
+
+def _canonical(args: dict[str, Any]) -> str:
+    return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _events(outputs: list[Output]) -> list[ProviderEvent]:
+    return [TextEvent(text) if kind == "text" else ThinkingEvent(text) for kind, text in outputs]

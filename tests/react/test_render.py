@@ -1,0 +1,168 @@
+"""What the model reads: instructions, Observations, the history, the text request."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import ollm
+from ollm_react import (
+    FormatProblem,
+    ReActStrategy,
+    build_instructions,
+    feedback,
+    parse_reply,
+    render_messages,
+    render_observation,
+)
+
+
+def test_instructions_list_every_tool_exactly(schemas: tuple[ollm.ToolSchema, ...]) -> None:
+    text = build_instructions(schemas)
+    for schema in schemas:
+        assert f"- {schema.name}: {schema.description}" in text
+        assert json.dumps(schema.parameters, ensure_ascii=False) in text
+    assert "Action: <the tool name, one of: get_weather, search, current_time>" in text
+    assert "Final Answer:" in text
+    assert "no code fences" in text
+    assert 'Never write "Observation:" yourself' in text
+    assert "One Action per reply" in text
+    assert "Example" not in text
+
+
+def test_the_worked_example_is_optional(schemas: tuple[ollm.ToolSchema, ...]) -> None:
+    text = build_instructions(schemas, worked_example=True)
+    assert "made-up tool" in text
+    assert 'Action Input: {"country": "Peru"}' in text
+    assert text.startswith(build_instructions(schemas))
+
+
+@pytest.mark.parametrize(
+    ("choice", "rule"),
+    [("required", "Use at least one tool"), ("search", "Use the tool search"), ("auto", None)],
+)
+def test_tool_choice_becomes_a_rule(
+    choice: str, rule: str | None, schemas: tuple[ollm.ToolSchema, ...]
+) -> None:
+    text = build_instructions(schemas, tool_choice=choice)
+    if rule is None:
+        assert "before you give the Final Answer" not in text
+    else:
+        assert rule in text
+
+
+@pytest.mark.parametrize(
+    ("content", "is_error", "shown"),
+    [
+        ('{"temperature": 21}', False, 'Observation: {"temperature": 21}'),
+        ('  {"a":[1,2]}\n', False, 'Observation: {"a": [1, 2]}'),
+        ("42", False, "Observation: 42"),
+        ('"quoted"', False, 'Observation: "quoted"'),
+        ("It is sunny.", False, 'Observation: "It is sunny."'),
+        ('line one\nline "two"', False, 'Observation: "line one\\nline \\"two\\""'),
+        ("", False, 'Observation: ""'),
+        ("NaN", False, 'Observation: "NaN"'),
+        ("1e999", False, 'Observation: "1e999"'),
+        ("Tool failed: boom", True, 'Observation: {"error": "Tool failed: boom"}'),
+        ("Zürich", False, 'Observation: "Zürich"'),
+    ],
+)
+def test_observations_are_json(content: str, is_error: bool, shown: str) -> None:
+    assert render_observation(content, is_error=is_error) == shown
+
+
+def test_the_history_is_rendered_canonically() -> None:
+    call = ollm.ToolCall("react_1", "get_weather", {"city": "Zürich"})
+    history = (
+        ollm.Message.user("Weather in Zürich?"),
+        ollm.Message.assistant("", tool_calls=(call,), thinking="I need the weather."),
+        ollm.Message.tool('{"sky": "sunny"}', call=call),
+        ollm.Message.tool("boom", call=ollm.ToolCall("react_2", "search"), is_error=True),
+        ollm.Message.assistant("It is sunny.", thinking="Done."),
+        ollm.Message.user("Observation: Error: your reply could not be used."),
+        ollm.Message.assistant("Thought: hmm\nAction: search"),
+        ollm.Message.assistant("It was cut sho", incomplete=True),
+        ollm.Message.assistant("No thought here."),
+    )
+    texts = [(m.role, m.text) for m in render_messages(history)]
+    assert texts == [
+        ("user", "Weather in Zürich?"),
+        (
+            "assistant",
+            'Thought: I need the weather.\nAction: get_weather\nAction Input: {"city": "Zürich"}',
+        ),
+        ("user", 'Observation: {"sky": "sunny"}'),
+        ("user", 'Observation: {"error": "boom"}'),
+        ("assistant", "Thought: Done.\nFinal Answer: It is sunny."),
+        ("user", "Observation: Error: your reply could not be used."),
+        ("assistant", "Thought: hmm\nAction: search"),
+        ("assistant", "It was cut sho"),
+        ("assistant", "Final Answer: No thought here."),
+    ]
+    assert all(not m.tool_calls and m.thinking is None for m in render_messages(history))
+
+
+def test_images_stay_on_their_user_turn() -> None:
+    image = ollm.ImagePart(b"\x89PNG", "image/png")
+    message = ollm.Message.user("What is this?", images=(image,))
+    assert render_messages((message,)) == (message,)
+
+
+def test_the_text_request(schemas: tuple[ollm.ToolSchema, ...]) -> None:
+    request = ollm.ProviderRequest(
+        model="tiny",
+        messages=(ollm.Message.user("hi"),),
+        system_prompt="You are a pirate.",
+        tools=schemas,
+        tool_choice="required",
+        options=ollm.GenerationOptions(temperature=0.1, stop=("<|eot|>",)),
+        response_format="json",
+        think=False,
+    )
+    text = ReActStrategy().text_request(request)
+    assert text.tools == ()
+    assert text.model == "tiny"
+    assert text.think is False
+    assert text.response_format is None
+    assert text.options.temperature == 0.1
+    assert text.options.stop == ("<|eot|>", "\nObservation:")
+    assert text.system_prompt == (
+        build_instructions(schemas, tool_choice="required") + "\n\nYou are a pirate."
+    )
+    assert text.messages == (ollm.Message.user("hi"),)
+
+
+def test_the_stop_sequence_is_added_once(schemas: tuple[ollm.ToolSchema, ...]) -> None:
+    request = ollm.ProviderRequest(
+        model="m",
+        messages=(),
+        tools=schemas,
+        options=ollm.GenerationOptions(stop=("\nObservation:",)),
+    )
+    assert ReActStrategy().text_request(request).options.stop == ("\nObservation:",)
+    bare = ollm.ProviderRequest(model="m", messages=(), tools=schemas)
+    text = ReActStrategy(worked_example=True).text_request(bare)
+    assert text.options.stop == ("\nObservation:",)
+    assert text.system_prompt == build_instructions(schemas, worked_example=True)
+
+
+def test_feedback_names_the_problem_and_both_shapes(schemas: tuple[ollm.ToolSchema, ...]) -> None:
+    parsed = parse_reply('Action: get_weather\nAction Input: {"city": Paris}', schemas)
+    assert isinstance(parsed, FormatProblem)
+    text = feedback(parsed, schemas)
+    assert text.startswith("Observation: Error:")
+    assert "Expecting value at line 1, column 10" in text
+    assert "Action: get_weather\n" in text
+    assert 'Action Input: {"city": "..."}' in text
+    assert "Final Answer: <your answer for the user>" in text
+
+
+def test_unknown_tool_feedback_lists_the_tools(schemas: tuple[ollm.ToolSchema, ...]) -> None:
+    parsed = parse_reply('Action: weather\nAction Input: {"city": "Oslo"}', schemas)
+    assert isinstance(parsed, FormatProblem)
+    text = feedback(parsed, schemas)
+    assert "there is no tool named 'weather'" in text
+    assert "Did you mean get_weather?" in text
+    assert "The tools are: get_weather, search, current_time." in text
+    assert "Action: <one of: get_weather, search, current_time>" in text
