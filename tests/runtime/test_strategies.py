@@ -210,3 +210,30 @@ async def test_at_the_turn_limit_a_strategy_may_ask_for_a_last_answer(anyio_back
     assert [r.error_code for r in results] == [None, None, "TOOL_LIMIT"]
     assert_one_finish_last(events, "max_turns")
     assert_history_valid(chat_client.conversation)
+
+
+class Verbose(TextTools):
+    """Sends a long system prompt: the runtime must count that, not the native request."""
+
+    def prepare(self, request: ollm.ProviderRequest) -> ollm.ProviderRequest:
+        return msgspec.structs.replace(request, system_prompt="x" * 4000, tools=())
+
+
+async def test_the_tokens_counted_are_those_of_the_request_as_sent(anyio_backend: str) -> None:
+    counted: list[ollm.ProviderRequest] = []
+
+    def counter(request: ollm.ProviderRequest) -> int:
+        counted.append(request)
+        return ollm.estimate_text_tokens(request.system_prompt or "")
+
+    provider = ScriptedProvider("never", token_counter=counter)
+    chat_client = ollm.ChatClient(
+        _registries(provider, Verbose),
+        tools=[lookup],
+        tool_strategy="react",
+        context_window=500,
+    )
+    events = await collect(chat_client.chat("q"))
+    assert counted[0].system_prompt == "x" * 4000
+    assert [e.code for e in events if isinstance(e, ollm.ErrorEvent)] == ["TOKEN_LIMIT"]
+    assert provider.requests == []

@@ -94,16 +94,17 @@ def _dispatch(args: object, terminal: object) -> int:
 
 
 def _configure_logging(debug: bool) -> None:
+    # Plugins log under their own names (ollm_ollama...), so the root logger takes it all:
+    # warnings as one line each, everything with --debug.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         logging.Formatter(
             "%(levelname)s %(name)s: %(message)s" if debug else "warning: %(message)s"
         )
     )
-    logger = logging.getLogger("ollm")
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if debug else logging.WARNING)
-    logger.propagate = False
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if debug else logging.WARNING)
 
 
 def _ignore_further_interrupts() -> None:

@@ -18,6 +18,9 @@ class NativeStrategy:
 
     name = "native"
 
+    def prepare(self, request: ProviderRequest) -> ProviderRequest:
+        return request
+
     def stream(
         self, provider: ProviderAdapter, request: ProviderRequest
     ) -> AsyncIterator[ProviderEvent]:

@@ -264,9 +264,11 @@ class ChatRun:
                 return request
             request = last
         assert self.provider is not None
+        # Counted as it will be sent: a strategy may render tools and history as text.
+        sent = self.strategy.prepare(request)
         with self.abort.guard():
             estimated = await count_request_tokens(
-                request, self.provider, self.client.registries.token_counters
+                sent, self.provider, self.client.registries.token_counters
             )
         if self.abort.aborted:
             self.finish = FinishEvent("cancelled", self.usage)

@@ -52,6 +52,11 @@ class ToolStrategy(Protocol):
         """The strategy's registry name (``native``, ``react``)."""
         ...
 
+    def prepare(self, request: ProviderRequest) -> ProviderRequest:
+        """The request as the provider will receive it from ``stream`` (tools rendered
+        as text, say); the runtime counts the tokens of this one before sending."""
+        ...
+
     def stream(
         self, provider: ProviderAdapter, request: ProviderRequest
     ) -> AsyncIterator[ProviderEvent]:
