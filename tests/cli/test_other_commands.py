@@ -56,6 +56,23 @@ def test_models_pull_shows_progress(  # type: ignore[no-untyped-def]
     assert "tinyllama" in run_ollm("models", "list").stdout
 
 
+def test_models_pull_survives_odd_lines_in_the_progress_stream(  # type: ignore[no-untyped-def]
+    run_ollm, server: FakeOllamaServer
+) -> None:
+    server.add_model("tinyllama", local=False, size=3_000_000)
+    server.pull_extra_lines = [
+        b"<html>not json</html>",
+        b'{"status":"pulling 0123456789ab","total":"big"}',
+        b'{"status":"pulling 0123456789ab","digest":"sha256:0123","total":100,"completed":500}',
+        b"{}",
+    ]
+    result = run_ollm("models", "pull", "tinyllama")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("warning: skipped a pull progress line") == 2
+    assert "Pulled tinyllama." in result.stderr
+    assert "tinyllama" in run_ollm("models", "list").stdout
+
+
 def test_models_pull_of_an_unknown_model_fails_with_a_message(run_ollm) -> None:  # type: ignore[no-untyped-def]
     result = run_ollm("models", "pull", "no-such-model")
     assert result.returncode == 1

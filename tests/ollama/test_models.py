@@ -244,6 +244,19 @@ async def test_a_pull_error_line_raises(httpx_mock: HTTPXMock, provider: OllamaP
         await provider.pull_model("llama3.2")
 
 
+async def test_an_odd_pull_line_is_skipped_with_a_warning_and_the_pull_goes_on(
+    httpx_mock: HTTPXMock, provider: OllamaProvider, caplog: pytest.LogCaptureFixture
+) -> None:
+    odd = [b"<html>proxy page</html>\n", b'{"status": "pulling x", "total": "big"}\n']
+    lines = _ndjson(PULL[:1]) + odd + _ndjson(PULL[1:])
+    httpx_mock.add_response(method="POST", url=f"{HOST}/api/pull", stream=IteratorStream(lines))
+    steps = [step async for step in provider.stream_pull("llama3.2")]
+    assert [s.status for s in steps] == [line["status"] for line in PULL]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 2
+    assert "<html>proxy page</html>" in warnings[0]
+
+
 async def test_a_pull_that_stops_before_success_raises(
     httpx_mock: HTTPXMock, provider: OllamaProvider
 ) -> None:

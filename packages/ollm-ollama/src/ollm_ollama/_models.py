@@ -10,6 +10,7 @@ on a 200 stream).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncGenerator
 from datetime import datetime
 from typing import Any
@@ -55,6 +56,8 @@ __all__ = [
     "stream_pull",
     "trained_context_length",
 ]
+
+log = logging.getLogger(__name__)
 
 
 class _ModelRequest(msgspec.Struct, omit_defaults=True):
@@ -310,12 +313,17 @@ async def stream_pull(http: OllamaHTTP, name: str) -> AsyncGenerator[PullProgres
                 try:
                     step: PullLine = decode(line)
                 except msgspec.DecodeError as exc:
-                    raise ProviderError(
-                        f"Ollama at {http.url} sent a pull progress line that is not in its "
-                        f"format ({exc}): {excerpt(line)}. Check that it is an Ollama server.",
-                        provider=PROVIDER,
-                        model=name,
-                    ) from None
+                    # A progress line only reports; stopping here would cancel the
+                    # download on the server. Say so, and keep pulling: the end of the
+                    # stream ("success" or an error) is what decides.
+                    log.warning(
+                        "skipped a pull progress line from %s that is not in Ollama's "
+                        "format (%s): %s",
+                        http.url,
+                        exc,
+                        excerpt(line),
+                    )
+                    continue
                 if step.error is not None:
                     raise _pull_error(http, name, describe_error_value(step.error) or "")
                 status = step.status or ""

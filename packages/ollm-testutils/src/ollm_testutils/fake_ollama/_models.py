@@ -275,6 +275,10 @@ def handle_pull(server: FakeOllamaServer, exchange: Exchange) -> None:
             return
         if not response.write(go_json(step) + b"\n"):
             return
+        if number == 0:
+            for extra in server.pull_extra_lines:
+                if not response.write(extra if extra.endswith(b"\n") else extra + b"\n"):
+                    return
     if model is None:
         response.write(go_json(ErrorBody(_PULL_FAILURE)) + b"\n")
     else:

@@ -66,6 +66,8 @@ class FakeOllamaServer:
         self.version = version
         self.default_reply: OllamaReply | None = None
         self.pull_step_delay = 0.0
+        # Raw lines a streamed pull writes after its first step (odd lines, for tests).
+        self.pull_extra_lines: list[bytes] = []
         self.check_host = True
         self.requests: list[RecordedRequest] = []
         self.store = ModelStore()
