@@ -100,6 +100,7 @@ async def stream_chat(
         if scope.cancelled_caught or response is None:
             yield FinishEvent("cancelled")
             return
+        provider._streaming(model)
         reads = _body_reader(response)
         unwatch = _abort_shuts_socket(response, abort)
         splitter = LineSplitter()

@@ -100,6 +100,7 @@ class OllamaProvider:
         self._http = OllamaHTTP(self.config, transport)
         self._shows: dict[str, ShowResponse] = {}
         self._answered: dict[str, float] = {}
+        self._noticed: dict[str, float] = {}
         self._anchors: dict[str, _Anchor] = {}
         self._running: tuple[float, dict[str, RunningModel]] | None = None
 
@@ -119,9 +120,12 @@ class OllamaProvider:
 
     async def _loading_notice(self, model: str, abort: AbortSignal) -> NoticeEvent | None:
         """A notice when ``model`` is about to be loaded into memory (never raises)."""
-        answered = self._answered.get(model)
-        if answered is not None and time.monotonic() - answered < RECENTLY_LOADED_SECONDS:
-            return None
+        now = time.monotonic()
+        for seen in (self._answered.get(model), self._noticed.get(model)):
+            # Recently answered, or already announced (a refused request loads nothing,
+            # and the chat's next request should not announce the same load again).
+            if seen is not None and now - seen < RECENTLY_LOADED_SECONDS:
+                return None
         try:
             with abort.guard() as scope:
                 if await self._loaded(model) is not None:
@@ -134,6 +138,7 @@ class OllamaProvider:
         except Exception:
             log.debug("could not tell whether %r is loaded", model, exc_info=True)
             return None
+        self._noticed[model] = now
         return NoticeEvent(
             f"Loading {model} into memory; the first reply can take a while.", "loading_model"
         )
@@ -146,6 +151,11 @@ class OllamaProvider:
         except Exception:
             log.debug("the stop strings of %r are unknown", model, exc_info=True)
         return []
+
+    def _streaming(self, model: str) -> None:
+        """The server began a reply: the model is in memory now (no loading notice)."""
+        self._answered[model] = time.monotonic()
+        self._running = None
 
     def _replied(self, request: ProviderRequest, prompt_tokens: int | None) -> None:
         """Note a complete reply: the model is loaded, and what its prompt counted."""
@@ -230,7 +240,7 @@ class OllamaProvider:
         """Drop what is cached about ``model`` (after a pull or a delete)."""
         self._running = None
         wanted = _models.canonical_name(model)
-        for cache in (self._shows, self._answered, self._anchors):
+        for cache in (self._shows, self._answered, self._noticed, self._anchors):
             for key in [k for k in cache if _models.canonical_name(k) == wanted]:
                 del cache[key]
 
