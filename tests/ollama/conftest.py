@@ -146,7 +146,8 @@ def reply(ollama_mock: HTTPXMock) -> AddReply:
 @pytest.fixture
 async def provider() -> AsyncIterator[OllamaProvider]:
     """An ``OllamaProvider`` for ``HOST``, configured from nothing but its defaults."""
-    async with OllamaProvider(HOST, environ={}) as built:
+    # httpx_mock replaces httpx's own transport: these tests use that stack.
+    async with OllamaProvider(HOST, http="httpx", environ={}) as built:
         yield built
 
 
@@ -393,3 +394,9 @@ def closed_port() -> str:
     port = sock.getsockname()[1]
     sock.close()
     return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(params=["builtin", "httpx"])
+def http_stack(request: pytest.FixtureRequest) -> str:
+    """Real-server tests run on ollm's own HTTP/1.1 transport and on httpx's stack."""
+    return str(request.param)

@@ -135,13 +135,15 @@ def test_bad_explicit_values_are_refused() -> None:
         OllamaProvider(keep_alive=True, environ={})
 
 
-async def test_api_key_and_headers_are_sent(raw_server: RawServer) -> None:
+async def test_api_key_and_headers_are_sent(raw_server: RawServer, http_stack: str) -> None:
     def version(conn: RawConnection, request: RawRequest) -> None:
         conn.respond(200, b'{"version":"0.12.10"}')
 
     raw_server.routes["/api/version"] = version
     env = {"OLLAMA_API_KEY": "sekret"}
-    async with OllamaProvider(raw_server.url, headers={"X-Team": "a"}, environ=env) as provider:
+    async with OllamaProvider(
+        raw_server.url, http=http_stack, headers={"X-Team": "a"}, environ=env
+    ) as provider:
         assert await provider.version() == "0.12.10"
     headers = raw_server.requests[-1].headers
     assert headers["authorization"] == "Bearer sekret"
@@ -151,18 +153,24 @@ async def test_api_key_and_headers_are_sent(raw_server: RawServer) -> None:
 
 
 async def test_an_explicit_authorization_header_wins_over_the_api_key(
-    raw_server: RawServer,
+    raw_server: RawServer, http_stack: str
 ) -> None:
     raw_server.routes["/api/version"] = lambda conn, request: conn.respond(200, b"{}")
     async with OllamaProvider(
-        raw_server.url, headers={"Authorization": "Basic abc"}, environ={"OLLAMA_API_KEY": "k"}
+        raw_server.url,
+        http=http_stack,
+        headers={"Authorization": "Basic abc"},
+        environ={"OLLAMA_API_KEY": "k"},
     ) as provider:
         await provider.version()
     assert raw_server.requests[-1].headers["authorization"] == "Basic abc"
 
 
 async def test_proxies_from_the_environment_never_apply_to_loopback(
-    raw_server: RawServer, closed_port: str, monkeypatch: pytest.MonkeyPatch
+    raw_server: RawServer,
+    closed_port: str,
+    monkeypatch: pytest.MonkeyPatch,
+    http_stack: str,
 ) -> None:
     """ollama-python#424: HTTP_PROXY sent localhost traffic through the proxy."""
     for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"):
@@ -170,7 +178,7 @@ async def test_proxies_from_the_environment_never_apply_to_loopback(
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     raw_server.routes["/api/version"] = lambda conn, request: conn.respond(200, b'{"version":"1"}')
-    async with OllamaProvider(raw_server.url, environ={}) as provider:
+    async with OllamaProvider(raw_server.url, http=http_stack, environ={}) as provider:
         assert await provider.version() == "1"
 
 

@@ -26,8 +26,8 @@ def get_temperature(city: str) -> str:
 
 
 @pytest.fixture
-async def provider(fake_ollama: FakeOllamaServer) -> AsyncIterator[OllamaProvider]:
-    async with OllamaProvider(fake_ollama.url, environ={}) as built:
+async def provider(fake_ollama: FakeOllamaServer, http_stack: str) -> AsyncIterator[OllamaProvider]:
+    async with OllamaProvider(fake_ollama.url, http=http_stack, environ={}) as built:
         yield built
 
 

@@ -32,14 +32,16 @@ def _only_error(events: list[ollm.ProviderEvent]) -> ollm.ErrorEvent:
     return errors[0]
 
 
-async def _chat_at(url: str, **kwargs: object) -> list[ollm.ProviderEvent]:
-    async with OllamaProvider(url, environ={}, **kwargs) as provider:  # type: ignore[arg-type]
+async def _chat_at(url: str, http: str = "httpx", **kwargs: object) -> list[ollm.ProviderEvent]:
+    async with OllamaProvider(url, http=http, environ={}, **kwargs) as provider:  # type: ignore[arg-type]
         request = ollm.ProviderRequest("llama3.2", (ollm.Message.user("hi"),))
         return [e async for e in provider.chat_stream(request)]
 
 
-async def test_connection_refused_says_how_to_start_ollama(closed_port: str) -> None:
-    error = _only_error(await _chat_at(closed_port))
+async def test_connection_refused_says_how_to_start_ollama(
+    closed_port: str, http_stack: str
+) -> None:
+    error = _only_error(await _chat_at(closed_port, http_stack))
     assert error.code == "CONNECTION_FAILED"
     assert error.message == (f"Ollama is not running at {closed_port}. Start it with: ollama serve")
 
@@ -64,19 +66,21 @@ async def test_a_connect_timeout(httpx_mock: HTTPXMock) -> None:
     assert "OLLM_OLLAMA_CONNECT_TIMEOUT" in error.message
 
 
-async def test_a_read_timeout_on_a_real_socket(raw_server: RawServer) -> None:
+async def test_a_read_timeout_on_a_real_socket(raw_server: RawServer, http_stack: str) -> None:
     def silent(conn: RawConnection, request: RawRequest) -> bool:
         conn.gone(30)  # never answers; returns when the client gives up
         return True
 
     raw_server.routes["/api/chat"] = silent
-    error = _only_error(await _chat_at(raw_server.url, timeout=0.2))
+    error = _only_error(await _chat_at(raw_server.url, http_stack, timeout=0.2))
     assert error.code == "TIMEOUT"
     assert "0.2 s" in error.message
     assert "OLLM_OLLAMA_TIMEOUT" in error.message
 
 
-async def test_a_read_timeout_in_the_middle_of_a_stream(raw_server: RawServer) -> None:
+async def test_a_read_timeout_in_the_middle_of_a_stream(
+    raw_server: RawServer, http_stack: str
+) -> None:
     def stalls(conn: RawConnection, request: RawRequest) -> bool:
         conn.start_stream()
         conn.send_chunk(b'{"message":{"content":"Hel"},"done":false}\n')
@@ -84,13 +88,13 @@ async def test_a_read_timeout_in_the_middle_of_a_stream(raw_server: RawServer) -
         return True
 
     raw_server.routes["/api/chat"] = stalls
-    events = await _chat_at(raw_server.url, timeout=0.2)
+    events = await _chat_at(raw_server.url, http_stack, timeout=0.2)
     assert events[0] == ollm.TextEvent("Hel")
     assert _only_error(events).code == "TIMEOUT"
 
 
 async def test_a_connection_broken_mid_stream_is_an_interrupted_stream(
-    raw_server: RawServer,
+    raw_server: RawServer, http_stack: str
 ) -> None:
     def breaks(conn: RawConnection, request: RawRequest) -> bool:
         conn.start_stream()
@@ -99,16 +103,18 @@ async def test_a_connection_broken_mid_stream_is_an_interrupted_stream(
         return True
 
     raw_server.routes["/api/chat"] = breaks
-    events = await _chat_at(raw_server.url)
+    events = await _chat_at(raw_server.url, http_stack)
     assert events[0] == ollm.TextEvent("Hel")
     error = _only_error(events)
     assert error.code == "STREAM_INTERRUPTED"
     assert "Try again" in error.message
 
 
-async def test_a_server_that_hangs_up_without_answering(raw_server: RawServer) -> None:
+async def test_a_server_that_hangs_up_without_answering(
+    raw_server: RawServer, http_stack: str
+) -> None:
     raw_server.routes["/api/chat"] = lambda conn, request: True
-    error = _only_error(await _chat_at(raw_server.url))
+    error = _only_error(await _chat_at(raw_server.url, http_stack))
     assert error.code == "CONNECTION_FAILED"
     assert "closed the connection without answering" in error.message
 

@@ -37,9 +37,11 @@ def _gone(server: RawServer) -> bool:
     return bool(server.client_closed.wait(10))
 
 
-async def test_closing_the_stream_early_closes_the_connection(raw_server: RawServer) -> None:
+async def test_closing_the_stream_early_closes_the_connection(
+    raw_server: RawServer, http_stack: str
+) -> None:
     raw_server.routes["/api/chat"] = _endless
-    async with OllamaProvider(raw_server.url, environ={}) as provider:
+    async with OllamaProvider(raw_server.url, http=http_stack, environ={}) as provider:
         stream = provider.chat_stream(_request())
         first = await anext(stream)
         assert first == ollm.TextEvent("tok ")
@@ -47,9 +49,11 @@ async def test_closing_the_stream_early_closes_the_connection(raw_server: RawSer
         assert _gone(raw_server)
 
 
-async def test_breaking_out_of_the_loop_closes_the_connection(raw_server: RawServer) -> None:
+async def test_breaking_out_of_the_loop_closes_the_connection(
+    raw_server: RawServer, http_stack: str
+) -> None:
     raw_server.routes["/api/chat"] = _endless
-    async with OllamaProvider(raw_server.url, environ={}) as provider:
+    async with OllamaProvider(raw_server.url, http=http_stack, environ={}) as provider:
         stream = provider.chat_stream(_request())
         async for event in stream:
             assert isinstance(event, ollm.TextEvent)
@@ -58,11 +62,13 @@ async def test_breaking_out_of_the_loop_closes_the_connection(raw_server: RawSer
         assert _gone(raw_server)
 
 
-async def test_abort_mid_stream_finishes_cancelled_and_closes(raw_server: RawServer) -> None:
+async def test_abort_mid_stream_finishes_cancelled_and_closes(
+    raw_server: RawServer, http_stack: str
+) -> None:
     raw_server.routes["/api/chat"] = _endless
     abort = ollm.AbortSignal()
     events: list[ollm.ProviderEvent] = []
-    async with OllamaProvider(raw_server.url, environ={}) as provider:
+    async with OllamaProvider(raw_server.url, http=http_stack, environ={}) as provider:
         async for event in provider.chat_stream(_request(abort)):
             events.append(event)
             if len(events) == 3:
@@ -74,6 +80,7 @@ async def test_abort_mid_stream_finishes_cancelled_and_closes(raw_server: RawSer
 
 async def test_abort_from_another_thread_while_waiting_for_the_model(
     raw_server: RawServer,
+    http_stack: str,
 ) -> None:
     """A cold model sends nothing for a long time: an abort must not wait for it."""
     started = threading.Event()
@@ -91,16 +98,16 @@ async def test_abort_from_another_thread_while_waiting_for_the_model(
             abort.abort()
 
     threading.Thread(target=abort_once_asked, daemon=True).start()
-    async with OllamaProvider(raw_server.url, environ={}) as provider:
+    async with OllamaProvider(raw_server.url, http=http_stack, environ={}) as provider:
         events = [e async for e in provider.chat_stream(_request(abort))]
     assert events == [ollm.FinishEvent("cancelled")]
     assert _gone(raw_server)
 
 
-async def test_an_aborted_signal_sends_nothing(raw_server: RawServer) -> None:
+async def test_an_aborted_signal_sends_nothing(raw_server: RawServer, http_stack: str) -> None:
     abort = ollm.AbortSignal()
     abort.abort()
-    async with OllamaProvider(raw_server.url, environ={}) as provider:
+    async with OllamaProvider(raw_server.url, http=http_stack, environ={}) as provider:
         events = [e async for e in provider.chat_stream(_request(abort))]
     assert events == [ollm.FinishEvent("cancelled")]
     assert raw_server.requests == []
@@ -108,6 +115,7 @@ async def test_an_aborted_signal_sends_nothing(raw_server: RawServer) -> None:
 
 async def test_one_pool_reused_across_requests_and_reopened_after_aclose(
     raw_server: RawServer,
+    http_stack: str,
 ) -> None:
     def short(conn: RawConnection, request: RawRequest) -> None:
         conn.start_stream()
@@ -115,7 +123,7 @@ async def test_one_pool_reused_across_requests_and_reopened_after_aclose(
         conn.end_stream()
 
     raw_server.routes["/api/chat"] = short
-    provider = OllamaProvider(raw_server.url, environ={})
+    provider = OllamaProvider(raw_server.url, http=http_stack, environ={})
     for _ in range(3):
         events = [e async for e in provider.chat_stream(_request())]
         assert isinstance(events[-1], ollm.FinishEvent)
@@ -127,7 +135,7 @@ async def test_one_pool_reused_across_requests_and_reopened_after_aclose(
     assert len(chats) == 4
 
 
-def test_one_provider_serves_successive_event_loops(raw_server: RawServer) -> None:
+def test_one_provider_serves_successive_event_loops(raw_server: RawServer, http_stack: str) -> None:
     """A pool belongs to its loop; a provider reused by a new loop opens a new one."""
 
     def short(conn: RawConnection, request: RawRequest) -> None:
@@ -136,7 +144,7 @@ def test_one_provider_serves_successive_event_loops(raw_server: RawServer) -> No
         conn.end_stream()
 
     raw_server.routes["/api/chat"] = short
-    provider = OllamaProvider(raw_server.url, environ={})
+    provider = OllamaProvider(raw_server.url, http=http_stack, environ={})
 
     async def once() -> list[ollm.ProviderEvent]:
         return [e async for e in provider.chat_stream(_request())]
@@ -147,7 +155,9 @@ def test_one_provider_serves_successive_event_loops(raw_server: RawServer) -> No
     anyio.run(provider.aclose)
 
 
-async def test_abort_from_another_thread_while_a_read_waits(raw_server: RawServer) -> None:
+async def test_abort_from_another_thread_while_a_read_waits(
+    raw_server: RawServer, http_stack: str
+) -> None:
     """The model stalls mid-reply: the abort ends the pending read at once."""
 
     def stalls(conn: RawConnection, request: RawRequest) -> bool:
@@ -159,7 +169,7 @@ async def test_abort_from_another_thread_while_a_read_waits(raw_server: RawServe
     raw_server.routes["/api/chat"] = stalls
     abort = ollm.AbortSignal()
     events: list[ollm.ProviderEvent] = []
-    async with OllamaProvider(raw_server.url, environ={}) as provider:
+    async with OllamaProvider(raw_server.url, http=http_stack, environ={}) as provider:
         async for event in provider.chat_stream(_request(abort)):
             events.append(event)
             if len(events) == 1:

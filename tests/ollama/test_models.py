@@ -341,8 +341,8 @@ async def test_version_and_health(httpx_mock: HTTPXMock, provider: OllamaProvide
     assert status.error is None
 
 
-async def test_health_never_raises(closed_port: str) -> None:
-    async with OllamaProvider(closed_port, environ={}) as provider:
+async def test_health_never_raises(closed_port: str, http_stack: str) -> None:
+    async with OllamaProvider(closed_port, http=http_stack, environ={}) as provider:
         status = await provider.health()
     assert not status.ok
     assert status.error_code == "CONNECTION_FAILED"

@@ -383,10 +383,12 @@ async def test_property_15_every_chunk_becomes_the_matching_events(
 
 @given(request=requests)
 async def test_property_16_a_connection_failure_is_an_error_event_with_a_code(
-    closed_port: str, request: ollm.ProviderRequest
+    closed_port: str,
+    request: ollm.ProviderRequest,
+    http_stack: str,
 ) -> None:
     """Property 16: a refused connection (a closed port on 127.0.0.1) is one error event."""
-    async with OllamaProvider(closed_port, environ={}) as provider:
+    async with OllamaProvider(closed_port, http=http_stack, environ={}) as provider:
         events = await _events(provider, request)
     assert len(events) == 1
     error = events[0]

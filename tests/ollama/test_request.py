@@ -171,7 +171,7 @@ async def test_keep_alive_from_the_provider_and_from_one_request(
         ollama_mock.add_response(
             method="POST", url=f"{HOST}/api/chat", content=json.dumps(final()).encode()
         )
-    async with OllamaProvider(HOST, keep_alive="10m", environ={}) as provider:
+    async with OllamaProvider(HOST, keep_alive="10m", http="httpx", environ={}) as provider:
         plain = ollm.ProviderRequest("llama3.2", (ollm.Message.user("a"),))
         override = ollm.ProviderRequest(
             "llama3.2",

@@ -297,7 +297,7 @@ async def test_trap_11_keep_alive_numbers_are_seconds_strings_are_durations(
         url=f"{HOST}/api/chat",
         content=json.dumps(final("x")).encode() + b"\n",
     )
-    async with OllamaProvider(HOST, keep_alive=given, environ={}) as provider:
+    async with OllamaProvider(HOST, keep_alive=given, http="httpx", environ={}) as provider:
         request = ollm.ProviderRequest("llama3.2", (ollm.Message.user("hi"),))
         events = [e async for e in provider.chat_stream(request)]
     assert isinstance(events[-1], ollm.FinishEvent)

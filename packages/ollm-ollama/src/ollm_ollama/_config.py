@@ -23,7 +23,9 @@ __all__ = [
     "ENV_API_KEY",
     "ENV_CONNECT_TIMEOUT",
     "ENV_HOST",
+    "ENV_HTTP",
     "ENV_TIMEOUT",
+    "HTTP_STACKS",
     "KeepAlive",
     "OllamaConfig",
     "is_loopback",
@@ -35,6 +37,8 @@ ENV_HOST = "OLLAMA_HOST"
 ENV_TIMEOUT = "OLLM_OLLAMA_TIMEOUT"
 ENV_CONNECT_TIMEOUT = "OLLM_OLLAMA_CONNECT_TIMEOUT"
 ENV_API_KEY = "OLLAMA_API_KEY"
+ENV_HTTP = "OLLM_OLLAMA_HTTP"
+HTTP_STACKS = ("builtin", "httpx")
 
 DEFAULT_PORT = 11434
 DEFAULT_HOST = f"http://127.0.0.1:{DEFAULT_PORT}"
@@ -158,6 +162,7 @@ class OllamaConfig:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     keep_alive: KeepAlive | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    http: str = "builtin"
 
     @property
     def loopback(self) -> bool:
@@ -173,6 +178,7 @@ class OllamaConfig:
         connect_timeout: float | None = None,
         keep_alive: KeepAlive | None = None,
         headers: Mapping[str, str] | None = None,
+        http: str | None = None,
         environ: Mapping[str, str],
     ) -> OllamaConfig:
         """Explicit arguments, then ``environ``, then the defaults."""
@@ -194,7 +200,21 @@ class OllamaConfig:
             ),
             keep_alive=normalize_keep_alive(keep_alive),
             headers=all_headers,
+            http=_http_stack(http, environ),
         )
+
+
+def _http_stack(value: str | None, environ: Mapping[str, str]) -> str:
+    source = "http"
+    if value is None:
+        value = (environ.get(ENV_HTTP) or "").strip().lower() or "builtin"
+        source = ENV_HTTP
+    if value not in HTTP_STACKS:
+        raise InvalidRequestError(
+            f"{source}={value!r} is not an HTTP stack: use 'builtin' (ollm's own HTTP/1.1 "
+            "transport for http:// servers, the fast default) or 'httpx'."
+        )
+    return value
 
 
 def _seconds(

@@ -22,6 +22,7 @@ from ollm.errors import BadResponseError, OllmError
 from ollm_ollama._config import OllamaConfig
 from ollm_ollama._errors import error_from_exception, error_from_status
 from ollm_ollama._ndjson import excerpt
+from ollm_ollama._transport import PlainHTTPTransport
 from ollm_ollama._version import __version__
 from ollm_ollama._wire import decoder
 
@@ -83,15 +84,32 @@ class OllamaHTTP:
             "Accept": "application/json",
             **config.headers,
         }
+        transport = self._transport
+        if transport is None and self._builtin_applies():
+            transport = PlainHTTPTransport()
         return httpx.AsyncClient(
             base_url=config.host,
             headers=headers,
             timeout=self.timeout,
-            transport=self._transport,
+            transport=transport,
             # An injected transport is the whole network; a local server needs no proxy.
-            trust_env=self._transport is None and not config.loopback,
+            trust_env=transport is None and not config.loopback,
             follow_redirects=True,
         )
+
+    def _builtin_applies(self) -> bool:
+        """ollm's transport serves plain http with no proxy; httpx does the rest."""
+        config = self.config
+        if config.http != "builtin" or not config.host.startswith("http://"):
+            return False
+        if config.loopback:
+            return True
+        import urllib.request
+
+        host = httpx.URL(config.host).host
+        proxies = urllib.request.getproxies()
+        proxied = bool(proxies.get("http") or proxies.get("all"))
+        return not proxied or bool(urllib.request.proxy_bypass(host))
 
     async def aclose(self) -> None:
         """Close the pool (a later request opens a new one)."""

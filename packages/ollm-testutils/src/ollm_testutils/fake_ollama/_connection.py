@@ -306,6 +306,12 @@ class Response:
             b"".join(b"%x\r\n%b\r\n" % (len(piece), piece) for piece in pieces if piece)
         )
 
+    def write_framed(self, data: bytes) -> bool:
+        """Bytes already framed as HTTP chunks, sent as they are (for bulk bodies)."""
+        if not data or self.head_only:
+            return not self.connection.closed
+        return self.connection.send(data)
+
     def end(self) -> bool:
         """The last chunk: the body is complete."""
         ok = self.connection.send(b"0\r\n\r\n") if not self.head_only else True
