@@ -7,11 +7,15 @@ stays cheap (the command line starts without loading the runtime).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from ollm._version import __version__
 
+# Not typing.TYPE_CHECKING: importing typing costs more than the rest of `ollm --help`.
+# Type checkers treat any constant of this name as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ollm.errors import (
         BadResponseError,
         CapabilityError,

@@ -8,7 +8,6 @@ starts at once and never imports an HTTP client.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -62,7 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, OllmError):
             terminal.error(exc.message)
             if args.debug:
-                logging.getLogger("ollm.cli").exception("details")
+                import traceback
+
+                traceback.print_exc()
             return EXIT_ERROR
         if args.debug:
             raise
@@ -94,6 +95,8 @@ def _dispatch(args: object, terminal: object) -> int:
 
 
 def _configure_logging(debug: bool) -> None:
+    import logging
+
     # Plugins log under their own names (ollm_ollama...), so the root logger takes it all:
     # warnings as one line each, everything with --debug.
     handler = logging.StreamHandler(sys.stderr)

@@ -13,7 +13,6 @@ nothing is half-registered. Discovery does no network I/O: providers are factori
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -179,6 +178,8 @@ def _check_hook_names(manager: pluggy.PluginManager, plugin: object) -> None:
     for attr in dir(plugin):
         if attr in HOOKS or manager.parse_hookimpl_opts(plugin, attr) is None:
             continue
+        import difflib  # only for this message: it is slow to import
+
         close = difflib.get_close_matches(attr, HOOKS, n=1)
         hint = f" Did you mean {close[0]}?" if close else ""
         raise ValueError(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 
 from ollm.errors import PluginError, ProviderNotFoundError
@@ -145,6 +144,8 @@ class ProviderRegistry:
                 f"Provider {name!r} is not installed, and no provider is. "
                 "Install one, for example: pip install ollm-ollama"
             )
+        import difflib  # only for this message: it is slow to import
+
         close = difflib.get_close_matches(name, known, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         return (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -72,6 +71,8 @@ def unknown_tool_message(name: str, available: list[str]) -> str:
     if not available:
         return f"Tool {name!r} is not available: no tools are enabled."
     folded = {a.lower(): a for a in available}
+    import difflib  # only for this message: it is slow to import
+
     close = difflib.get_close_matches(name.lower(), list(folded), n=1, cutoff=0.6)
     hint = f" Did you mean {folded[close[0]]!r}?" if close else ""
     return f"Tool {name!r} is not available.{hint} Available tools: {', '.join(available)}."

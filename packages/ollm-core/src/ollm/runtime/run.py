@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import anyio
 
@@ -86,6 +86,7 @@ class ChatRun:
     async def events(self) -> AsyncIterator[ChatEvent]:
         """Run the chat, yielding its events; the last one is always a ``FinishEvent``."""
         self.conversation._acquire()
+        text = ""  # the streaming turn's text (see the hot loop below)
         try:
             if self.prompt is not None:
                 self.conversation.append(self.prompt)
@@ -119,11 +120,14 @@ class ChatRun:
                     if not getattr(provider, "handles_abort", False):
                         stream = _guarded(stream, abort)
                     self._stream = stream
-                    text_parts = turn.text_parts
+                    # The reply's text grows in this local: `text += piece` on a string no
+                    # one else holds is resized in place, so a long reply costs its
+                    # characters once (no object kept per event, no copy at the end).
+                    text = ""
                     try:
                         async for event in stream:
                             if type(event) is TextEvent:
-                                text_parts.append(event.text)
+                                text += event.text
                                 yield event
                             elif type(event) is ThinkingEvent:
                                 turn.thinking_parts.append(event.text)
@@ -146,6 +150,7 @@ class ChatRun:
                                 break
                     except Exception as exc:
                         turn.error = _error_event(exc, provider.name)
+                    turn.text, text = text, ""
                     await self._close_stream()
 
                     async for settled in self._settle(
@@ -175,6 +180,8 @@ class ChatRun:
             # Reached on every exit: the end, an early break by the caller, a cancel
             # scope around the iteration, or the iterator being garbage-collected.
             if self._turn is not None:
+                if text:
+                    self._turn.text = text  # what streamed before the chat was stopped
                 self._turn.abandon("the chat was cancelled")
             await self._close_stream()
             self.conversation._release()
@@ -204,10 +211,10 @@ class ChatRun:
         wants_auto = bool(self.tools) and settings.tool_strategy == "auto"
         remembered = (provider.name, model) in self.client._react_models
         capabilities = None
-        if (window is None or (wants_auto and not remembered)) and isinstance(
-            provider, ModelInspection
+        if (window is None or (wants_auto and not remembered)) and callable(
+            getattr(provider, "model_capabilities", None)
         ):
-            capabilities = await self.client._capabilities(provider, model)
+            capabilities = await self.client._capabilities(cast(ModelInspection, provider), model)
         if window is None and capabilities is not None:
             window = capabilities.context_window
         self.context_window = window or DEFAULT_CONTEXT_WINDOW

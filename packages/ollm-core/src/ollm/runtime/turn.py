@@ -32,7 +32,7 @@ class Turn:
         "finish_reason",
         "number",
         "request",
-        "text_parts",
+        "text",
         "thinking_parts",
         "usage",
     )
@@ -41,7 +41,9 @@ class Turn:
         self.number = number
         self.request = request
         self.conversation = conversation
-        self.text_parts: list[str] = []
+        # The reply's text so far. The chat loop grows it in a local variable and stores
+        # it here when the stream stops (see ChatRun.events).
+        self.text = ""
         self.thinking_parts: list[str] = []
         self.calls: list[ToolCall] = []
         self.finish_reason: FinishReason = "stop"
@@ -63,12 +65,12 @@ class Turn:
     @property
     def streamed_anything(self) -> bool:
         """Whether the reply produced any text, thinking or call."""
-        return bool(self.text_parts or self.thinking_parts or self.calls)
+        return bool(self.text or self.thinking_parts or self.calls)
 
     def reply(self, *, incomplete: bool = False) -> Message:
         """The assistant message assembled from what streamed."""
         return Message.assistant(
-            "".join(self.text_parts),
+            self.text,
             tool_calls=tuple(self.calls),
             thinking="".join(self.thinking_parts) or None,
             incomplete=incomplete,
