@@ -25,6 +25,7 @@ import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
+import anyio
 import httpx
 import msgspec
 
@@ -60,6 +61,8 @@ __all__ = ["stream_chat"]
 log = logging.getLogger(__name__)
 
 _decode_chunk = msgspec.json.Decoder(ChatChunk).decode
+# How long to wait for the body's end after the done line (it normally comes at once).
+_DRAIN_SECONDS = 0.5
 
 
 async def stream_chat(
@@ -93,6 +96,8 @@ async def stream_chat(
 
     response: httpx.Response | None = None
     unwatch: Callable[[], None] | None = None
+    reads: Callable[[], Awaitable[bytes]] | None = None
+    finished = False
     try:
         # The headers can take minutes to come while a model loads: that wait is guarded.
         with abort.guard() as scope:
@@ -139,6 +144,8 @@ async def stream_chat(
                 ):
                     # The rarer chunks: thinking, tool calls, the end, an error.
                     for event in _events(provider, request, chunk):
+                        if type(event) is FinishEvent:
+                            finished = True
                         yield event
                         if type(event) is FinishEvent or type(event) is ErrorEvent:
                             return
@@ -172,7 +179,26 @@ async def stream_chat(
         if unwatch is not None:
             unwatch()
         if response is not None:
+            if finished and reads is not None and not abort.aborted:
+                await _drain(reads)
             await close_response(response)
+
+
+async def _drain(reads: Callable[[], Awaitable[bytes]]) -> None:
+    """Read the few bytes after ``done`` (the body's end), so the connection is reused.
+
+    A reply ends with its ``done`` line and then the body's own end; stopping at the
+    line would leave the connection unfinished, and it could not serve the next request.
+    Bounded, and shielded: it runs while the stream is being closed.
+    """
+    with anyio.CancelScope(shield=True), anyio.move_on_after(_DRAIN_SECONDS):
+        try:
+            while True:
+                await reads()
+        except StopAsyncIteration:
+            return
+        except Exception:
+            log.debug("the end of a finished reply could not be read", exc_info=True)
 
 
 def _fired(abort: AbortSignal) -> bool:

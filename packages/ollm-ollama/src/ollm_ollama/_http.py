@@ -112,11 +112,19 @@ class OllamaHTTP:
         return not proxied or bool(urllib.request.proxy_bypass(host))
 
     async def aclose(self) -> None:
-        """Close the pool (a later request opens a new one)."""
+        """Close the pool (a later request opens a new one).
+
+        A pool opened by an event loop that has ended cannot be closed from another
+        one (its connections belong to the old loop): it is dropped instead.
+        """
         client, self._client = self._client, None
-        self._loop = None
-        if client is not None:
-            await client.aclose()
+        loop, self._loop = self._loop, None
+        if client is None:
+            return
+        if loop is not anyio.lowlevel.current_token().native_token:
+            log.debug("dropping a connection pool whose event loop has ended")
+            return
+        await client.aclose()
 
     async def send(
         self,
