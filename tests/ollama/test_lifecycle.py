@@ -205,3 +205,16 @@ async def test_abort_with_a_transport_that_has_no_socket() -> None:
                     threading.Thread(target=abort.abort, daemon=True).start()
     assert events == [ollm.TextEvent("tok "), ollm.FinishEvent("cancelled")]
     assert closed.is_set()
+
+
+async def test_successive_chats_reuse_one_connection(anyio_backend: str, http_stack: str) -> None:
+    """A finished reply is read to its end, so its connection serves the next request."""
+    from ollm_testutils import FakeOllamaServer, OllamaReply
+
+    async with FakeOllamaServer() as server:
+        server.script(*[OllamaReply(["a", "b"]) for _ in range(3)])
+        async with OllamaProvider(server.url, http=http_stack, environ={}) as provider:
+            client = ollm.ChatClient(ollm.Registries(), provider=provider, model="llama3.2")
+            for _ in range(3):
+                assert (await client.run("hi", conversation=ollm.Conversation())).text == "ab"
+        assert server.connections_accepted == 1

@@ -99,8 +99,9 @@ class OllamaReply:
     streamed (see ``http_error``). ``first_byte_delay`` waits before the response
     starts, ``chunk_delay`` between lines. ``write_size`` cuts the body into HTTP chunks
     of that many bytes, wherever the line and character boundaries fall. ``bulk``
-    encodes the text chunks and the final chunk once and writes them in large pieces
-    (for benchmarks; the other fields are ignored then). ``lines`` replaces the whole
+    encodes the text chunks and the final chunk once, framed one line per HTTP chunk as
+    Ollama frames them, and writes them in large pieces (for benchmarks; the other
+    fields are ignored then). ``lines`` replaces the whole
     streamed body with these lines, written as given.
 
     A request with ``"stream": false`` gets one JSON object that joins the content,
