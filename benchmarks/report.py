@@ -1,0 +1,219 @@
+"""RESULTS.md from one run's measurements: each target, the figures, and whether it is met."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TEXT_BYTES_PER_CHUNK = 4  # the server's pieces: "000 ", "001 "...
+
+
+def _k(rate: float) -> str:
+    return f"{rate / 1000:,.1f}k"
+
+
+def _mark(ok: bool) -> str:
+    return "**met**" if ok else "**not met**"
+
+
+def write_report(r: dict[str, Any]) -> str:
+    out: list[str] = []
+    add = out.append
+    v = r["versions"]
+    add("# Benchmark results\n")
+    add(
+        f"Measured {r['date']} in one run of `./ollmw bench`"
+        f"{' --quick (a smoke run: smaller and fewer)' if r['quick'] else ''}, "
+        f"{r['seconds'] / 60:.0f} min, on {v['cpus']} CPUs ({v['platform']}, Python "
+        f"{v['python']}). Every client ran in a fresh process against the same loopback fake "
+        "Ollama server, itself in another process. Figures are medians with [min-max].\n"
+    )
+    add(
+        "Versions: "
+        + ", ".join(f"{k} {v[k]}" for k in v if k not in ("platform", "cpus", "python"))
+        + ".\n"
+    )
+
+    summary: list[tuple[str, str, str, bool]] = []
+
+    # 1. Throughput
+    t = r["throughput"]
+    ollm = t["ollm"]["median"]
+    ollama = t["ollama AsyncClient"]["median"]
+    raw = t["raw httpx + msgspec (aiter_lines)"]["median"]
+    add("## 1. Streaming throughput\n")
+    add(
+        "Text chunks delivered per second while streaming one long reply (100k chunks; 20k "
+        "for the two slowest peers). `ollm` counts the `TextEvent`s of `ChatClient.chat` "
+        "with `OllamaProvider`, through the whole runtime. The server sends one NDJSON line "
+        "per HTTP chunk, as Ollama does, from a body encoded in advance: the first row, a "
+        "client that only reads bytes, shows the server is far from being the limit.\n"
+    )
+    add("| client | chunks/s (wall) | [min-max] | chunks/s (CPU) | vs ollama AsyncClient |")
+    add("|---|---:|---|---:|---:|")
+    for label, row in t.items():
+        cpu = _k(row["cpu_median"]) if "cpu_median" in row else ""
+        add(
+            f"| {label} | {_k(row['median'])} | {_k(row['min'])}-{_k(row['max'])} | {cpu} | "
+            f"{row['median'] / ollama:.2f}x |"
+        )
+    ratio = ollm / ollama
+    summary.append(("1. throughput >= 3x ollama AsyncClient", f"{ratio:.1f}x", "3x", ratio >= 3))
+    summary.append(
+        (
+            "(issue 4) >= raw httpx, and >= 1.3x ollama",
+            f"{ollm / raw:.1f}x raw httpx",
+            "1x",
+            ollm >= raw,
+        )
+    )
+    add("")
+
+    # 2. TTFT
+    f = r["ttft"]
+    gap = f["ollm"]["median"] - f["raw httpx + msgspec"]["median"]
+    add("## 2. Time to the first text event (warm)\n")
+    add(
+        "From the start of a request to its first text chunk, with the connection pool and "
+        "caches warm (the client made 20 requests before).\n"
+    )
+    add("| client | ms | [min-max] |")
+    add("|---|---:|---|")
+    for label, row in f.items():
+        add(f"| {label} | {row['median']:.3f} | {row['min']:.3f}-{row['max']:.3f} |")
+    summary.append(
+        ("2. first text within 0.3 ms of raw httpx", f"{gap:+.3f} ms", "<= +0.3 ms", gap <= 0.3)
+    )
+    add("")
+
+    # 3. Startup
+    s = r["startup"]
+    anyio_ms = s['python -c "import anyio"']["median"]
+    help_ms = s["ollm --help"]["median"]
+    add("## 3. Start-up\n")
+    add("Wall time of whole commands (new process each time, runs interleaved).\n")
+    add("| command | ms | [min-max] | vs import anyio |")
+    add("|---|---:|---|---:|")
+    for label, row in s.items():
+        add(
+            f"| `{label}` | {row['median']:.0f} | {row['min']:.0f}-{row['max']:.0f} | "
+            f"{row['median'] / anyio_ms:.2f}x |"
+        )
+    summary.append(
+        (
+            "3. `ollm --help` within 1.5x `import anyio`",
+            f"{help_ms / anyio_ms:.2f}x",
+            "1.5x",
+            help_ms <= 1.5 * anyio_ms,
+        )
+    )
+    add("")
+
+    # 4. Memory
+    m = r["memory"]
+    small, large = m["ollm"]["sizes"]
+    ollm_peak = m["ollm"]["peak_kb"][0]
+    raw_peak = m["raw httpx + msgspec"]["peak_kb"][0]
+    growth_kb = m["ollm"]["peak_kb"][1] - m["ollm"]["peak_kb"][0]
+    text_kb = (large - small) * TEXT_BYTES_PER_CHUNK / 1024
+    add("## 4. Memory\n")
+    add(
+        f"Peak RSS of a process that streamed one reply of {small:,} and of {large:,} chunks. "
+        "ollm keeps the reply, because it goes into the conversation's history; the peers "
+        "throw it away. The reply grows as one string, resized in place as pieces arrive: "
+        "no object is kept per event and nothing is copied at the end, so memory grows by "
+        "the text and nothing more.\n"
+    )
+    add(f"| client | peak RSS, {small:,} chunks | peak RSS, {large:,} chunks | growth |")
+    add("|---|---:|---:|---:|")
+    for label, row in m.items():
+        a, b = row["peak_kb"]
+        add(f"| {label} | {a / 1024:.1f} MB | {b / 1024:.1f} MB | {b - a:+,} KB |")
+    add(f"\nThe extra {large - small:,} chunks carry {text_kb:,.0f} KB of text.\n")
+    summary.append(
+        (
+            "4. peak RSS <= 1.2x raw httpx",
+            f"{ollm_peak / raw_peak:.2f}x",
+            "1.2x",
+            ollm_peak <= 1.2 * raw_peak,
+        )
+    )
+    summary.append(
+        (
+            "4. no growth with length beyond the text (256 KB slack)",
+            f"{growth_kb:,} KB for {text_kb:,.0f} KB of text",
+            "<= text + 256 KB",
+            growth_kb <= text_kb + 256,
+        )
+    )
+
+    # 5. Concurrency
+    c = r["concurrency"]
+    streams = c["ollm"]["streams"]
+    add("## 5. Concurrency\n")
+    add(f"{streams} chats of 2,000 chunks each at once through one client; aggregate chunks/s.\n")
+    add("| client | chunks/s | [min-max] | vs ollama AsyncClient |")
+    add("|---|---:|---|---:|")
+    base = c["ollama AsyncClient"]["median"]
+    for label, row in c.items():
+        spread = f"{_k(row['min'])}-{_k(row['max'])}"
+        add(f"| {label} | {_k(row['median'])} | {spread} | {row['median'] / base:.2f}x |")
+    ratio = c["ollm"]["median"] / base
+    summary.append(
+        (f"5. {streams} concurrent chats >= 3x ollama", f"{ratio:.1f}x", "3x", ratio >= 3)
+    )
+    add("")
+
+    # 6 and 7. Tools and runtime
+    rt = r["runtime"]
+    add("## 6. Parallel tools\n")
+    add("Eight tools of 200 ms (four sync, in worker threads; four async) called in one turn.\n")
+    add("| backend | chat | [min-max] | vs the slowest tool |")
+    add("|---|---:|---|---:|")
+    worst = 0.0
+    for row in rt["tools"]:
+        worst = max(worst, row["ratio"])
+        add(
+            f"| {row['backend']} | {row['median_s'] * 1000:.0f} ms | {row['min_s'] * 1000:.0f}-"
+            f"{row['max_s'] * 1000:.0f} | {row['ratio']:.2f}x |"
+        )
+    summary.append(("6. 8 tools within 1.3x the slowest", f"{worst:.2f}x", "1.3x", worst <= 1.3))
+    add("")
+
+    add("## 7. Runtime overhead\n")
+    add(
+        "100k text events from an in-memory provider (`ScriptedProvider`), through "
+        "`ChatClient` and consumed directly from the provider. Wall-clock rates on a shared "
+        "machine wander by 30%; instruction counts (valgrind's callgrind, 20k events, start-up "
+        "subtracted) do not, so the target is judged on them when valgrind is there.\n"
+    )
+    add("| backend | provider alone | through ChatClient | ratio |")
+    add("|---|---:|---:|---:|")
+    for row in rt["wall"]:
+        add(
+            f"| {row['backend']} (CPU time) | {_k(row['provider_median'])} ev/s | "
+            f"{_k(row['runtime_median'])} ev/s | {row['ratio']:.2f} |"
+        )
+    judged = [row["ratio"] for row in rt["wall"]]
+    for row in rt.get("instructions", []):
+        add(
+            f"| {row['backend']} (instructions per event) | {row['provider_instructions']:,.0f} | "
+            f"{row['runtime_instructions']:,.0f} | {row['ratio']:.2f} |"
+        )
+    if rt.get("instructions"):
+        judged = [row["ratio"] for row in rt["instructions"]]
+    summary.append(
+        (
+            "7. runtime keeps >= 70% of the provider's rate",
+            f"{min(judged):.2f}",
+            "0.70",
+            min(judged) >= 0.7,
+        )
+    )
+    add("")
+
+    head = ["## Targets\n", "| target | measured | bar | |", "|---|---|---|---|"]
+    for name, figure, bar, ok in summary:
+        head.append(f"| {name} | {figure} | {bar} | {_mark(ok)} |")
+    head.append("")
+    title, intro, versions = out[0], out[1], out[2]
+    return "\n".join([title, intro, versions, *head, *out[3:]]) + "\n"

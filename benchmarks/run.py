@@ -1,0 +1,224 @@
+"""Every benchmark, side by side with the peers, in one run; writes benchmarks/RESULTS.md.
+
+    ./ollmw bench            (sets up benchmarks/.venv with the peers, then runs this)
+    ./ollmw bench --quick    (fewer repeats, smaller streams: a smoke run)
+
+Each client runs in a fresh process against the same loopback fake Ollama server, which
+itself runs in another process with its replies built in advance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+PY = sys.executable
+BIN = Path(sys.executable).parent
+
+
+class Server:
+    """The benchmark server in its own process."""
+
+    def __enter__(self) -> Server:
+        self.process = subprocess.Popen(
+            [PY, str(HERE / "server.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        self.url = self.process.stdout.readline().strip()
+        if not self.url.startswith("http://"):
+            raise SystemExit("the benchmark server did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def child(*args: object) -> dict[str, Any]:
+    """Run one measurement in a fresh process (benchmarks/child.py)."""
+    out = subprocess.run(
+        [PY, str(HERE / "child.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=HERE,
+        timeout=1800,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"child {args} failed:\n{out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def throughput(url: str, quick: bool) -> dict[str, Any]:
+    big = 20_000 if quick else 100_000
+    repeats = 2 if quick else 5
+    plan = [
+        ("ollm", "ollm", "asyncio", big, repeats),
+        ("ollm (trio)", "ollm", "trio", big, repeats),
+        ("ollm on httpx's own stack", "ollm-httpx", "asyncio", big, repeats),
+        ("raw httpx + msgspec (aiter_lines)", "raw-httpx", "asyncio", big, repeats),
+        ("ollama AsyncClient", "ollama", "asyncio", big, repeats),
+        ("ollama Client (sync)", "ollama-sync", "asyncio", big, repeats),
+        ("langchain-ollama ChatOllama.astream", "langchain", "asyncio", 20_000, 2),
+        ("litellm acompletion (ollama_chat/)", "litellm", "asyncio", 20_000, 2),
+    ]
+    rows = {}
+    server = child("socket", url, big, repeats)
+    rows["server alone (a client that only reads)"] = {**spread(server["rates"]), "chunks": big}
+    for label, name, backend, chunks, count in plan:
+        result = child("throughput", name, url, chunks, count, backend)
+        rows[label] = {
+            **spread(result["rates"]),
+            "cpu_median": statistics.median(result["cpu_rates"]),
+            "chunks": chunks,
+        }
+    return rows
+
+
+def ttft(url: str, quick: bool) -> dict[str, Any]:
+    iterations = 50 if quick else 300
+    rows = {}
+    for label, name in (
+        ("ollm", "ollm"),
+        ("raw httpx + msgspec", "raw-httpx"),
+        ("ollama AsyncClient", "ollama"),
+    ):
+        rows[label] = spread(child("ttft", name, url, iterations, "asyncio")["ttft_ms"])
+    return rows
+
+
+def memory(url: str, quick: bool) -> dict[str, Any]:
+    sizes = (20_000, 40_000) if quick else (100_000, 200_000)
+    rows = {}
+    for label, name in (
+        ("ollm", "ollm"),
+        ("raw httpx + msgspec", "raw-httpx"),
+        ("ollama AsyncClient", "ollama"),
+    ):
+        peaks = [child("memory", name, url, n, "asyncio")["rss_kb"] for n in sizes]
+        rows[label] = {"sizes": sizes, "peak_kb": peaks}
+    return rows
+
+
+def concurrency(url: str, quick: bool) -> dict[str, Any]:
+    streams = 50 if quick else 200
+    rows = {}
+    for label, name, backend in (
+        ("ollm", "ollm", "asyncio"),
+        ("ollm (trio)", "ollm", "trio"),
+        ("ollama AsyncClient", "ollama", "asyncio"),
+    ):
+        result = child("concurrency", name, url, streams, 2_000, backend)
+        rows[label] = {**spread(result["rates"]), "streams": streams}
+    return rows
+
+
+def startup(quick: bool) -> dict[str, Any]:
+    runs = 5 if quick else 15
+    commands = {
+        'python -c "import anyio"': [PY, "-c", "import anyio"],
+        "ollm --help": [str(BIN / "ollm"), "--help"],
+        "ollm --version": [str(BIN / "ollm"), "--version"],
+        "ollm plugins": [str(BIN / "ollm"), "plugins"],
+        "import ollm + plugin discovery": [PY, "-c", "import ollm; ollm.discover()"],
+        'python -c "import ollama"': [PY, "-c", "import ollama"],
+        'python -c "import litellm"': [PY, "-c", "import litellm"],
+        'python -c "import langchain_ollama"': [PY, "-c", "import langchain_ollama"],
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OLLM_")}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):  # interleaved, so that noise falls on all alike
+        for name, command in commands.items():
+            started = time.perf_counter()
+            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            times[name].append((time.perf_counter() - started) * 1000.0)
+    return {name: spread(values) for name, values in times.items()}
+
+
+def runtime_and_tools(quick: bool) -> dict[str, Any]:
+    sys.path.insert(0, str(HERE))
+    import bench_runtime
+    import bench_tools
+
+    result: dict[str, Any] = {"wall": bench_runtime.run(3 if quick else 9)}
+    if shutil.which("valgrind") and not quick:
+        result["instructions"] = [bench_runtime.instruction_ratio(b) for b in ("asyncio", "trio")]
+    result["tools"] = bench_tools.run(3 if quick else 5)
+    return result
+
+
+def versions() -> dict[str, str]:
+    names = [
+        "ollm-core",
+        "ollm-ollama",
+        "httpx",
+        "anyio",
+        "msgspec",
+        "trio",
+        "ollama",
+        "litellm",
+        "langchain-ollama",
+        "langchain-core",
+    ]
+    found = {"python": platform.python_version(), "platform": platform.platform()}
+    for name in names:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    found["cpus"] = str(os.cpu_count())
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a short smoke run")
+    parser.add_argument("--output", default=str(HERE / "RESULTS.md"))
+    args = parser.parse_args()
+    started = time.perf_counter()
+    results: dict[str, Any] = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "versions": versions(),
+        "quick": args.quick,
+    }
+    with Server() as server:
+        for name, step in (
+            ("throughput", throughput),
+            ("ttft", ttft),
+            ("memory", memory),
+            ("concurrency", concurrency),
+        ):
+            print(f"{name}...", file=sys.stderr, flush=True)
+            results[name] = step(server.url, args.quick)
+    print("startup...", file=sys.stderr, flush=True)
+    results["startup"] = startup(args.quick)
+    print("runtime and tools...", file=sys.stderr, flush=True)
+    results["runtime"] = runtime_and_tools(args.quick)
+    results["seconds"] = time.perf_counter() - started
+
+    from report import write_report
+
+    (HERE / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    Path(args.output).write_text(write_report(results))
+    print(f"wrote {args.output}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
