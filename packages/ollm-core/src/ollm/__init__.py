@@ -6,16 +6,13 @@ stays cheap (the command line starts without loading the runtime).
 
 from __future__ import annotations
 
-import importlib
-
+from ollm._lazy import lazy_exports
 from ollm._version import __version__
 
 # Not typing.TYPE_CHECKING: importing typing costs more than the rest of `ollm --help`.
 # Type checkers treat any constant of this name as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from ollm.errors import (
         BadResponseError,
         CapabilityError,
@@ -330,14 +327,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ollm' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

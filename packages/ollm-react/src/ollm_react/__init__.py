@@ -15,9 +15,9 @@ Names load on first use, so discovery imports nothing but the small plugin modul
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ollm._lazy import lazy_exports
 from ollm_react._version import __version__
 
 if TYPE_CHECKING:
@@ -70,14 +70,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ollm_react' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"ollm_react.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, {k: f".{v}" for k, v in _WHERE.items()}, globals())
