@@ -17,9 +17,12 @@ from typing import TYPE_CHECKING, cast
 
 import anyio
 
-from ollm.errors import ErrorCode, OllmError, ToolsUnsupportedError
+from ollm.errors import ErrorCode, OllmError
+from ollm.registries.strategies import StrategyRegistry
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.native import NativeStrategy
+from ollm.runtime.provider_stream import error_event, guarded, not_an_event
+from ollm.runtime.selection import StrategySelection
 from ollm.runtime.settings import DEFAULT_CONTEXT_WINDOW, ChatSettings
 from ollm.runtime.tokens import TokenBudget, count_request_tokens
 from ollm.runtime.tool_runner import ToolOutcome, refused_outcome, run_tool_calls
@@ -74,7 +77,6 @@ class ChatRun:
         self.tools: dict[str, Tool] = {}
         self.schemas: tuple[ToolSchema, ...] = ()
         self.strategy: ToolStrategy = NativeStrategy()
-        self.strategy_auto = False
         self.context_window = DEFAULT_CONTEXT_WINDOW
         self.usage = Usage()
         self.tool_calls_used = 0
@@ -118,7 +120,7 @@ class ChatRun:
                     turn = self._turn = Turn(number, request, self.conversation)
                     stream = self.strategy.stream(provider, request)
                     if not getattr(provider, "handles_abort", False):
-                        stream = _guarded(stream, abort)
+                        stream = guarded(stream, abort)
                     self._stream = stream
                     # The reply's text grows in this local: `text += piece` on a string no
                     # one else holds is resized in place, so a long reply costs its
@@ -144,12 +146,12 @@ class ChatRun:
                             elif type(event) is NoticeEvent:
                                 yield event
                             else:
-                                turn.error = _not_an_event(event, provider.name)
+                                turn.error = not_an_event(event, provider.name)
                                 break
                             if abort._aborted:
                                 break
                     except Exception as exc:
-                        turn.error = _error_event(exc, provider.name)
+                        turn.error = error_event(exc, provider.name)
                     turn.text, text = text, ""
                     await self._close_stream()
 
@@ -208,10 +210,16 @@ class ChatRun:
         self.schemas = tuple(tool.schema for tool in self.tools.values())
 
         window = settings.context_window or settings.options.context_window
+        self.selection = StrategySelection(
+            self.client.registries.strategies if self.tools else StrategyRegistry(),
+            self.client._react_models,
+            provider.name,
+            model,
+            settings.tool_strategy,
+        )
         wants_auto = bool(self.tools) and settings.tool_strategy == "auto"
-        remembered = (provider.name, model) in self.client._react_models
         capabilities = None
-        if (window is None or (wants_auto and not remembered)) and callable(
+        if (window is None or (wants_auto and not self.selection.remembered)) and callable(
             getattr(provider, "model_capabilities", None)
         ):
             capabilities = await self.client._capabilities(cast(ModelInspection, provider), model)
@@ -219,23 +227,11 @@ class ChatRun:
             window = capabilities.context_window
         self.context_window = window or DEFAULT_CONTEXT_WINDOW
 
-        if not self.tools:
-            return provider
-        if settings.tool_strategy == "auto":
-            self.strategy_auto = True
-            if remembered:
-                self._use_react(f"{model} cannot call tools natively: using ReAct.")
-            elif capabilities is not None and capabilities.tools is False:
-                if "react" not in self.client.registries.strategies:
-                    raise ToolsUnsupportedError(_install_react(model))
-                self._use_react(f"{model} cannot call tools natively: using ReAct.")
-        elif settings.tool_strategy != "native":
-            self.strategy = self.client.registries.strategies.create(settings.tool_strategy)
+        if self.tools:
+            self.strategy, notice = self.selection.initial(capabilities)
+            if notice is not None:
+                self.notices.append(notice)
         return provider
-
-    def _use_react(self, why: str) -> None:
-        self.strategy = self.client.registries.strategies.create("react")
-        self.notices.append(NoticeEvent(why, "strategy"))
 
     # -- each turn -------------------------------------------------------------------
 
@@ -305,14 +301,16 @@ class ChatRun:
             self.finish = FinishEvent("cancelled", self.usage)
             return
         if turn.error is not None:
-            if self._switch_to_react(turn):
+            switch = self.selection.after_refusal(self.strategy, turn.error, turn.streamed_anything)
+            if switch is not None:
+                self.strategy, notice = switch
                 turn.committed = True
                 self._retry_turn = True
-                yield self.notices[-1]
+                yield notice
                 return
             for result in turn.result_events(turn.abandon("the reply failed")):
                 yield result
-            yield self._explain(turn.error)
+            yield self.selection.explain(self.strategy, turn.error)
             self.finish = FinishEvent("error", self.usage)
             return
 
@@ -391,33 +389,6 @@ class ChatRun:
         elif not calls:
             self.finish = FinishEvent(turn.finish_reason, self.usage)
 
-    def _switch_to_react(self, turn: Turn) -> bool:
-        """After a 'does not support tools' answer: use ReAct for this model from now on."""
-        error = turn.error
-        if (
-            error is None
-            or error.code != ErrorCode.TOOLS_UNSUPPORTED
-            or not self.strategy_auto
-            or self.strategy.name != "native"
-            or turn.streamed_anything
-            or "react" not in self.client.registries.strategies
-        ):
-            return False
-        assert self.provider is not None
-        self.client._react_models.add((self.provider.name, self.model))
-        self._use_react(f"{self.model} does not support native tool calling: switched to ReAct.")
-        return True
-
-    def _explain(self, error: ErrorEvent) -> ErrorEvent:
-        """Add the next step to errors the runtime knows more about than the provider."""
-        if (
-            error.code == ErrorCode.TOOLS_UNSUPPORTED
-            and self.strategy.name == "native"
-            and "react" not in self.client.registries.strategies
-        ):
-            return ErrorEvent(f"{error.message}. {_install_react(self.model)}", error.code)
-        return error
-
     def _finished(self) -> FinishEvent | None:
         # A call, not an attribute read, so that type checkers do not assume the
         # value cannot have changed while a helper ran.
@@ -438,46 +409,3 @@ class ChatRun:
                 await aclose()
             except Exception:
                 log.warning("closing the provider's stream failed", exc_info=True)
-
-
-async def _guarded(
-    stream: AsyncIterator[ProviderEvent], abort: AbortSignal
-) -> AsyncIterator[ProviderEvent]:
-    """Make a provider that does not watch the abort signal stop when it fires."""
-    iterator = stream.__aiter__()
-    try:
-        while True:
-            with abort.guard() as scope:
-                try:
-                    event = await iterator.__anext__()
-                except StopAsyncIteration:
-                    return
-            if scope.cancelled_caught:
-                return
-            yield event
-    finally:
-        aclose = getattr(iterator, "aclose", None)
-        if aclose is not None:
-            with anyio.CancelScope(shield=True):
-                await aclose()
-
-
-def _error_event(exc: Exception, provider: str) -> ErrorEvent:
-    if isinstance(exc, OllmError):
-        return ErrorEvent(exc.message, exc.code)
-    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return ErrorEvent(f"Provider {provider!r} failed: {detail}", ErrorCode.PROVIDER_ERROR)
-
-
-def _not_an_event(event: object, provider: str) -> ErrorEvent:
-    return ErrorEvent(
-        f"Provider {provider!r} yielded {type(event).__name__}, which is not a provider event.",
-        ErrorCode.BAD_RESPONSE,
-    )
-
-
-def _install_react(model: str) -> str:
-    return (
-        f"{model} cannot call tools natively. To use tools with it, install ReAct support "
-        "(pip install ollm-react), or chat without tools."
-    )

@@ -1,0 +1,95 @@
+"""Which tool-calling strategy a chat uses: native, ReAct, or another installed one.
+
+``auto`` picks native tool calling unless the model is known to lack it (its reported
+capabilities, or an earlier "does not support tools" answer remembered per provider and
+model), and then ReAct when it is installed. Each switch is announced with a notice.
+"""
+
+from __future__ import annotations
+
+from ollm.errors import ErrorCode, ToolsUnsupportedError
+from ollm.registries.strategies import StrategyRegistry
+from ollm.runtime.native import NativeStrategy
+from ollm.types.events import ErrorEvent, NoticeEvent
+from ollm.types.models import ModelCapabilities
+from ollm.types.strategy import ToolStrategy
+
+__all__ = ["StrategySelection"]
+
+
+class StrategySelection:
+    """The strategy decisions of one chat, with the client's memory of refusals."""
+
+    def __init__(
+        self,
+        strategies: StrategyRegistry,
+        refused: set[tuple[str, str]],
+        provider: str,
+        model: str,
+        mode: str,
+    ) -> None:
+        self.strategies = strategies
+        self.refused = refused
+        self.key = (provider, model)
+        self.model = model
+        self.mode = mode
+
+    @property
+    def remembered(self) -> bool:
+        """This model has refused native tools before (so capabilities need not be asked)."""
+        return self.key in self.refused
+
+    def initial(
+        self, capabilities: ModelCapabilities | None
+    ) -> tuple[ToolStrategy, NoticeEvent | None]:
+        """The strategy for a chat that offers tools, and the notice that says why."""
+        if self.mode == "native":
+            return NativeStrategy(), None
+        if self.mode != "auto":
+            return self.strategies.create(self.mode), None
+        if self.remembered or (capabilities is not None and capabilities.tools is False):
+            if "react" not in self.strategies:
+                raise ToolsUnsupportedError(install_react(self.model))
+            return self._react(f"{self.model} cannot call tools natively: using ReAct.")
+        return NativeStrategy(), None
+
+    def after_refusal(
+        self, strategy: ToolStrategy, error: ErrorEvent | None, streamed: bool
+    ) -> tuple[ToolStrategy, NoticeEvent] | None:
+        """After a 'does not support tools' answer: ReAct for this model from now on."""
+        if (
+            error is None
+            or error.code != ErrorCode.TOOLS_UNSUPPORTED
+            or self.mode != "auto"
+            or strategy.name != "native"
+            or streamed
+            or "react" not in self.strategies
+        ):
+            return None
+        self.refused.add(self.key)
+        react, notice = self._react(
+            f"{self.model} does not support native tool calling: switched to ReAct."
+        )
+        assert notice is not None
+        return react, notice
+
+    def explain(self, strategy: ToolStrategy, error: ErrorEvent) -> ErrorEvent:
+        """Add the next step to an error the runtime knows more about than the provider."""
+        if (
+            error.code == ErrorCode.TOOLS_UNSUPPORTED
+            and strategy.name == "native"
+            and "react" not in self.strategies
+        ):
+            return ErrorEvent(f"{error.message}. {install_react(self.model)}", error.code)
+        return error
+
+    def _react(self, why: str) -> tuple[ToolStrategy, NoticeEvent | None]:
+        return self.strategies.create("react"), NoticeEvent(why, "strategy")
+
+
+def install_react(model: str) -> str:
+    """What to do when a model cannot call tools and ReAct is not installed."""
+    return (
+        f"{model} cannot call tools natively. To use tools with it, install ReAct support "
+        "(pip install ollm-react), or chat without tools."
+    )
