@@ -345,3 +345,41 @@ async def test_eight_tools_of_200_ms_finish_in_one_turn_well_under_the_sum(
     assert [r.result for r in results] == [str(i) for i in range(8)]
     assert elapsed / (8 * 0.2) < 0.5, elapsed
     assert_history_valid(chat_client.conversation)
+
+
+class _RaisesAtOnce:
+    """A provider whose chat_stream raises before it returns an iterator."""
+
+    name = "eager"
+    default_model = "m"
+
+    def chat_stream(self, request: ollm.ProviderRequest) -> AsyncIterator[ollm.ProviderEvent]:
+        raise ollm.ConnectionFailedError("The server is down. Start it.")
+
+
+async def test_a_provider_that_raises_at_once_is_an_error_event(anyio_backend: str) -> None:
+    chat_client = client(_RaisesAtOnce())  # type: ignore[arg-type]
+    events = await collect(chat_client.chat("hi"))
+    assert [e.code for e in events if isinstance(e, ollm.ErrorEvent)] == ["CONNECTION_FAILED"]
+    assert_one_finish_last(events, "error")
+
+
+async def test_a_strategy_that_fails_to_start_is_a_plugin_error(anyio_backend: str) -> None:
+    def broken() -> ollm.ToolStrategy:
+        raise RuntimeError("missing model file")
+
+    registries = ollm.Registries()
+    registries.strategies.register(ollm.StrategySpec("broken", broken))
+
+    @ollm.tool
+    def noop() -> str:
+        """Nothing."""
+        return ""
+
+    chat_client = ollm.ChatClient(
+        registries, provider=ScriptedProvider("x"), tools=[noop], tool_strategy="broken"
+    )
+    events = await collect(chat_client.chat("hi"))
+    error = next(e for e in events if isinstance(e, ollm.ErrorEvent))
+    assert error.code == "PLUGIN_ERROR"
+    assert "'broken' failed to start: RuntimeError: missing model file" in error.message

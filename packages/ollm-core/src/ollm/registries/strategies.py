@@ -33,7 +33,13 @@ class StrategyRegistry:
             raise PluginError(
                 f"Tool strategy {name!r} is not installed.{install} Available: {known}."
             )
-        return spec.factory()
+        try:
+            return spec.factory()
+        except Exception as exc:
+            raise PluginError(
+                f"Tool strategy {name!r} failed to start: {type(exc).__name__}: {exc}. "
+                "Run `ollm plugins` to see where it comes from."
+            ) from exc
 
     def list(self) -> list[str]:
         """The registered names."""

@@ -118,15 +118,15 @@ class ChatRun:
                         return
 
                     turn = self._turn = Turn(number, request, self.conversation)
-                    stream = self.strategy.stream(provider, request)
-                    if not getattr(provider, "handles_abort", False):
-                        stream = guarded(stream, abort)
-                    self._stream = stream
                     # The reply's text grows in this local: `text += piece` on a string no
                     # one else holds is resized in place, so a long reply costs its
                     # characters once (no object kept per event, no copy at the end).
                     text = ""
                     try:
+                        stream = self.strategy.stream(provider, request)
+                        if not getattr(provider, "handles_abort", False):
+                            stream = guarded(stream, abort)
+                        self._stream = stream
                         async for event in stream:
                             if type(event) is TextEvent:
                                 text += event.text

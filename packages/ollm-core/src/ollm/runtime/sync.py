@@ -10,6 +10,7 @@ from typing import Any
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ollm.runtime.client import ChatClient, ChatResult, ChatStream, Prompt
+from ollm.runtime.conversation import Conversation
 from ollm.types.events import ChatEvent
 
 __all__ = ["SyncChatClient"]
@@ -38,7 +39,7 @@ class SyncChatClient:
         self._portal: BlockingPortal | None = None
 
     @property
-    def conversation(self) -> Any:
+    def conversation(self) -> Conversation:
         """The client's conversation."""
         return self.client.conversation
 
