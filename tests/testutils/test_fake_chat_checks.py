@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 import httpx
 import pytest
+from fake_chat_helpers import USER, chat_body, lines_of
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ollm_testutils.fake_ollama import FakeOllamaServer
-
-USER = [{"role": "user", "content": "hi"}]
-CALL_ID = re.compile(r"^call_[a-z0-9]{8}$")
-
-
-def chat_body(**fields: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"model": "llama3.2", "messages": USER}
-    body.update(fields)
-    return body
-
-
-def lines_of(response: httpx.Response) -> list[dict[str, Any]]:
-    # Split on "\n" only: str.splitlines (and httpx's iter_lines) also split on U+0085,
-    # which JSON strings may hold raw.
-    return [json.loads(line) for line in response.content.split(b"\n") if line]
-
 
 # -- checks a real server makes ------------------------------------------------------
 
