@@ -13,7 +13,7 @@ import socket
 import threading
 from collections.abc import Callable
 
-from ollm_testutils.fake_ollama._connection import (
+from ollm_testutils.httpserver._connection import (
     BadRequest,
     Connection,
     HttpRequest,
