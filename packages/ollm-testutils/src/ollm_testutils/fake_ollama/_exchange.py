@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ollm_testutils.httpserver._connection import Connection, HttpRequest, Response
 from ollm_testutils.fake_ollama._script import RecordedRequest
 from ollm_testutils.fake_ollama._wire import ErrorBody, go_json
+from ollm_testutils.httpserver._connection import Connection, HttpRequest, Response
 
 __all__ = ["JSON", "NDJSON", "Exchange"]
 

@@ -9,13 +9,13 @@ from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
-from ollm_testutils.httpserver._connection import Connection, HttpRequest, Response
 from ollm_testutils.fake_ollama._exchange import Exchange
-from ollm_testutils.httpserver._server import HttpServer
 from ollm_testutils.fake_ollama._routes import dispatch
 from ollm_testutils.fake_ollama._script import OllamaModel, OllamaReply, RecordedRequest
 from ollm_testutils.fake_ollama._store import ModelStore
 from ollm_testutils.fake_ollama._wire import go_json
+from ollm_testutils.httpserver._connection import Connection, HttpRequest, Response
+from ollm_testutils.httpserver._server import HttpServer
 
 __all__ = ["DEFAULT_VERSION", "FakeOllamaServer", "ReplyFunction"]
 
