@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         ToolArgumentsError,
         ToolExecutionError,
         ToolNotFoundError,
+        ToolsetError,
         ToolsUnsupportedError,
         error_from_code,
     )
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         StrategyRegistry,
         TokenCounterRegistry,
         ToolRegistry,
+        ToolsetRegistry,
         estimate_text_tokens,
         fallback_count,
     )
@@ -66,10 +68,15 @@ if TYPE_CHECKING:
         TokenBudget,
     )
     from ollm.tools import (
+        TOOLSET_SEPARATOR,
+        ArgumentsValidator,
         Tool,
         ToolContext,
+        ToolResult,
+        Toolset,
         render_result,
         tool,
+        toolset_tool_name,
     )
     from ollm.types import (
         ROLES,
@@ -117,6 +124,7 @@ if TYPE_CHECKING:
         ToolCallStartEvent,
         ToolChoice,
         ToolSchema,
+        ToolsetSpec,
         ToolStrategy,
         TurnCompleteEvent,
         Usage,
@@ -210,6 +218,14 @@ _LAZY: dict[str, str] = {
     "ToolSchema": "ollm.types",
     "ToolStrategy": "ollm.types",
     "ToolsUnsupportedError": "ollm.errors",
+    "ToolsetError": "ollm.errors",
+    "ToolsetRegistry": "ollm.registries",
+    "TOOLSET_SEPARATOR": "ollm.tools",
+    "ArgumentsValidator": "ollm.tools",
+    "ToolResult": "ollm.tools",
+    "Toolset": "ollm.tools",
+    "toolset_tool_name": "ollm.tools",
+    "ToolsetSpec": "ollm.types",
     "TurnCompleteEvent": "ollm.types",
     "Usage": "ollm.types",
     "build_plugin_manager": "ollm.plugins",
@@ -229,7 +245,9 @@ __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
     "ENTRY_POINT_GROUP",
     "ROLES",
+    "TOOLSET_SEPARATOR",
     "AbortSignal",
+    "ArgumentsValidator",
     "BadResponseError",
     "CapabilityError",
     "ChatClient",
@@ -307,9 +325,14 @@ __all__ = [
     "ToolExecutionError",
     "ToolNotFoundError",
     "ToolRegistry",
+    "ToolResult",
     "ToolSchema",
     "ToolStrategy",
     "ToolsUnsupportedError",
+    "Toolset",
+    "ToolsetError",
+    "ToolsetRegistry",
+    "ToolsetSpec",
     "TurnCompleteEvent",
     "Usage",
     "__version__",
@@ -324,6 +347,7 @@ __all__ = [
     "hookimpl",
     "render_result",
     "tool",
+    "toolset_tool_name",
 ]
 
 
