@@ -77,6 +77,7 @@ if TYPE_CHECKING:
         render_result,
         tool,
         toolset_tool_name,
+        valid_tool_name,
     )
     from ollm.types import (
         ROLES,
@@ -225,6 +226,7 @@ _LAZY: dict[str, str] = {
     "ToolResult": "ollm.tools",
     "Toolset": "ollm.tools",
     "toolset_tool_name": "ollm.tools",
+    "valid_tool_name": "ollm.tools",
     "ToolsetSpec": "ollm.types",
     "TurnCompleteEvent": "ollm.types",
     "Usage": "ollm.types",
@@ -348,6 +350,7 @@ __all__ = [
     "render_result",
     "tool",
     "toolset_tool_name",
+    "valid_tool_name",
 ]
 
 

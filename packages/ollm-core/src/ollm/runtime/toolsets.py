@@ -64,11 +64,18 @@ class _Session:
                 async with self.toolset.open() as tools:
                     self.tools = _prefixed(name, tools)
                     self.ready.set()
-                    await self.stop.wait()
+                    try:
+                        await self.stop.wait()
+                    finally:
+                        # Ended by the toolset itself (its server died): while it winds
+                        # down, the next chat must already get a fresh one.
+                        self._forget(self)
             if not self.ready.is_set():
                 self.error = ToolsetError(
                     f"Toolset {name!r} was closed before it had started (the chat ended)."
                 )
+            elif not self.stop.is_set():
+                log.info("toolset %r ended on its own; the next chat opens it again", name)
         except Exception as exc:
             if self.ready.is_set():
                 log.warning("toolset %r failed while stopping: %s", name, _describe(exc))

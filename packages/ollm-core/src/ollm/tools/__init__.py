@@ -3,7 +3,7 @@ toolsets: tool packs that are opened and closed."""
 
 from ollm.tools.result import ToolResult
 from ollm.tools.tool import ArgumentsValidator, Tool, ToolContext, render_result, tool
-from ollm.tools.toolset import TOOLSET_SEPARATOR, Toolset, toolset_tool_name
+from ollm.tools.toolset import TOOLSET_SEPARATOR, Toolset, toolset_tool_name, valid_tool_name
 
 __all__ = [
     "TOOLSET_SEPARATOR",
@@ -15,4 +15,5 @@ __all__ = [
     "render_result",
     "tool",
     "toolset_tool_name",
+    "valid_tool_name",
 ]

@@ -23,6 +23,7 @@ __all__ = [
     "check_toolset_name",
     "is_toolset",
     "toolset_tool_name",
+    "valid_tool_name",
 ]
 
 TOOLSET_SEPARATOR = "_"
@@ -52,8 +53,11 @@ class Toolset(Protocol):
     of its own, so the context may keep task groups and cancel scopes open, and it
     leaves it on every path: the chat or the client closing, an error, a cancellation.
     Entering may raise an ``OllmError`` whose message names the toolset and the next
-    step; it is shown to the user as the chat's error. A tool may return an
-    ``ollm.ToolResult`` for images or an error the model should read.
+    step; it is shown to the user as the chat's error. The context may also end by
+    itself (its server died: cancel a scope around the ``yield``); the runtime then
+    opens the toolset afresh for the next chat. A tool may return an
+    ``ollm.ToolResult`` for images or an error the model should read, and may raise an
+    ``OllmError`` whose code reaches the result (``MCP_SERVER_STOPPED``...).
 
     Example::
 
@@ -98,14 +102,18 @@ def check_toolset_name(name: Any) -> str:
 
 
 def toolset_tool_name(prefix: str, name: str) -> str:
-    """The name a model sees for a toolset's tool: ``prefix_name``, valid for every provider.
+    """The name a model sees for a toolset's tool: ``prefix_name``, valid for every provider."""
+    return valid_tool_name(f"{prefix}{TOOLSET_SEPARATOR}{name}")
 
-    Characters no provider accepts become ``_``; a name longer than 64 characters is
-    cut and ends with a short hash of the whole, so two long names stay distinct.
+
+def valid_tool_name(text: str) -> str:
+    """``text`` as a tool name every provider accepts (``[A-Za-z0-9_-]``, 1 to 64 long).
+
+    Other characters become ``_``; a longer name is cut and ends with a short hash of
+    the whole, so two long names that differ only at the end stay distinct.
     """
-    full = f"{prefix}{TOOLSET_SEPARATOR}{name}"
-    safe = _UNSAFE.sub("_", full)
+    safe = _UNSAFE.sub("_", text) or "_"
     if len(safe) <= _MAX_NAME:
         return safe
-    digest = hashlib.sha256(full.encode("utf-8")).hexdigest()[:8]
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
     return f"{safe[: _MAX_NAME - 9]}_{digest}"
