@@ -46,7 +46,7 @@ async def open_session(server: MCPServer) -> AsyncIterator[list[Tool]]:
             session.scope = scope
             try:
                 async with AsyncExitStack() as stack:
-                    client = await stack.enter_async_context(_client(server, stderr, stack))
+                    client = await stack.enter_async_context(_client(session, stack))
                     session.client = client
                     tools = await session.list_tools()
                     started = True
@@ -79,6 +79,7 @@ class _Session:
         self.client: mcp.Client | None = None
         self.scope: anyio.CancelScope | None = None
         self.left = anyio.Event()  # the session has begun to wind down
+        self.http_status: int | None = None  # the last HTTP error status, if any
 
     async def list_tools(self) -> list[Tool]:
         assert self.client is not None
@@ -166,17 +167,19 @@ class _Session:
             if server.command
             else "Check the URL, the headers and that the server is running."
         )
+        status = f" (HTTP {self.http_status})" if self.http_status else ""
+        if self.http_status in (401, 403):
+            step = "It wants credentials: check the headers (an Authorization token?)."
         return mcp_error(
             f"MCP server {server.name!r} could not be started or reached ({where}): "
-            f"{_describe(exc)}.{self.last_words()} {step}",
+            f"{_describe(exc)}{status}.{self.last_words()} {step}",
             MCPErrorCode.SERVER_FAILED,
         )
 
 
 @asynccontextmanager
-async def _client(
-    server: MCPServer, stderr: IO[str] | None, stack: AsyncExitStack
-) -> AsyncIterator[mcp.Client]:
+async def _client(session: _Session, stack: AsyncExitStack) -> AsyncIterator[mcp.Client]:
+    server, stderr = session.server, session.stderr
     info = mcp_types.Implementation(name="ollm", version=__version__)
     target: Any
     mode = "auto"
@@ -195,8 +198,17 @@ async def _client(
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
+        async def note_status(response: httpx2.Response) -> None:
+            # The SDK reports a refused request without its status; messages need it.
+            if response.status_code >= 400:
+                session.http_status = response.status_code
+
         http = await stack.enter_async_context(
-            httpx2.AsyncClient(headers=server.headers, timeout=httpx2.Timeout(30.0, read=300.0))
+            httpx2.AsyncClient(
+                headers=server.headers,
+                timeout=httpx2.Timeout(30.0, read=300.0),
+                event_hooks={"response": [note_status]},
+            )
         )
         target = streamable_http_client(server.url, http_client=http)
     else:
