@@ -114,6 +114,9 @@ def main() -> None:
         print("demo server: cannot open the database", file=sys.stderr, flush=True)
         sys.exit(2)
     if mode == "hang":
+        fifo = os.environ.get("DEMO_STARTED")
+        if fifo:
+            _signal_fifo(fifo)
         for _ in sys.stdin:
             pass
         return

@@ -9,10 +9,13 @@ the SDK when a chat opens it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ollm.hookspecs import hookimpl
-from ollm.tools.toolset import Toolset
 from ollm.types.specs import ToolsetSpec
+
+if TYPE_CHECKING:
+    from ollm.tools.toolset import Toolset
 
 __all__ = ["ollm_toolsets"]
 
