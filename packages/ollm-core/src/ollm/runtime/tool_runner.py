@@ -18,6 +18,7 @@ from ollm.types.messages import ImagePart, ToolCall
 __all__ = [
     "ToolOutcome",
     "cancelled_outcome",
+    "describe_exception",
     "refused_outcome",
     "run_tool_calls",
     "without_images",
@@ -103,7 +104,7 @@ async def _invoke(
     except (Exception, SystemExit) as exc:
         return ToolOutcome(
             call,
-            f"Tool {call.name!r} failed: {_describe(exc)}",
+            f"Tool {call.name!r} failed: {describe_exception(exc)}",
             True,
             ErrorCode.TOOL_FAILED,
             _ms(started),
@@ -141,10 +142,10 @@ def without_images(outcomes: Sequence[ToolOutcome], model: str) -> list[ToolOutc
     return changed
 
 
-def _describe(exc: BaseException) -> str:
+def describe_exception(exc: BaseException) -> str:
     """``Type: message``; for an exception group (a tool's own task group), its leaves."""
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(inner) for inner in exc.exceptions)
+        return "; ".join(describe_exception(inner) for inner in exc.exceptions)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 

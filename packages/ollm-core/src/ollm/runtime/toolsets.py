@@ -21,6 +21,7 @@ import anyio
 
 from ollm.errors import OllmError, ToolNotFoundError, ToolsetError
 from ollm.registries.tools import ToolRegistry, unknown_tool_message
+from ollm.runtime.tool_runner import describe_exception
 from ollm.tools.tool import Tool
 from ollm.tools.toolset import (
     TOOLSET_SEPARATOR,
@@ -76,9 +77,9 @@ class _Session:
                 )
             elif not self.stop.is_set():
                 log.info("toolset %r ended on its own; the next chat opens it again", name)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a trio system task must not raise
             if self.ready.is_set():
-                log.warning("toolset %r failed while stopping: %s", name, _describe(exc))
+                log.warning("toolset %r failed while stopping: %s", name, describe_exception(exc))
             else:
                 self.error = _open_error(name, exc)
                 log.debug("toolset %r failed to open", name, exc_info=True)
@@ -281,7 +282,7 @@ def _open_error(name: str, exc: BaseException) -> OllmError:
     if own is not None:
         return own
     return ToolsetError(
-        f"Toolset {name!r} failed to start: {_describe(exc)}. Check its configuration; "
+        f"Toolset {name!r} failed to start: {describe_exception(exc)}. Check its configuration; "
         "`ollm tools` shows what each toolset offers."
     )
 
@@ -296,12 +297,6 @@ def _own_error(exc: BaseException) -> OllmError | None:
             if found is not None:
                 return found
     return None
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(inner) for inner in exc.exceptions)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _spawn(function: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
