@@ -159,6 +159,27 @@ def test_broken_plugins_are_recorded_and_skipped_and_the_rest_still_loads(
     assert _record(registries, "toolbox").status == "loaded"
 
 
+TOOLSETS = """
+import ollm
+
+@ollm.hookimpl
+def ollm_toolsets():
+    return [ollm.ToolsetSpec("notes", lambda config: [], "Notes from a database")]
+"""
+
+
+def test_a_plugin_contributes_a_toolset_kind(make_dist: MakeDist) -> None:
+    make_dist("notes", TOOLSETS)
+    registries = ollm.discover(settings=PluginSettings())
+    record = _record(registries, "notes")
+    assert (record.status, record.hooks) == ("loaded", ("ollm_toolsets",))
+    assert record.contributes == {"toolsets": ["notes"]}
+    assert registries.toolsets.get("notes").description == "Notes from a database"
+    assert registries.toolsets.create("notes", "db.sqlite") == []
+    with pytest.raises(ollm.PluginError, match="Toolset kind 'mcp' is not installed"):
+        ollm.Registries().toolsets.get("mcp")
+
+
 def test_strict_mode_raises_at_the_first_failure(make_dist: MakeDist) -> None:
     make_dist("broken-import", BROKEN_IMPORT)
     with pytest.raises(ollm.PluginError, match=r"'broken-import'.*failed at import"):
@@ -233,25 +254,32 @@ def test_every_test_can_have_its_own_plugin_manager() -> None:
     assert not second.is_registered(toolbox)
 
 
+# What only a chat that uses them may import: HTTP clients, and the MCP SDK with its own.
+HEAVY = ("httpx", "httpx2", "mcp", "mcp_types", "pydantic", "starlette", "jsonschema")
+
+
 @pytest.mark.ollm_real_providers  # it checks that the installed ollama plugin loads
 def test_discovery_with_every_package_imports_no_httpx() -> None:
-    """With all four packages installed, import ollm + discovery leaves httpx unloaded."""
+    """With every package installed, import ollm + discovery leaves httpx, the MCP SDK
+    and its dependencies unloaded."""
     code = textwrap.dedent(
-        """
+        f"""
         import json, sys
         import ollm
         registries = ollm.discover()
-        print(json.dumps({
-            "httpx": "httpx" in sys.modules,
-            "plugins": {r.name: r.status for r in registries.plugins},
+        print(json.dumps({{
+            "heavy": [m for m in {HEAVY!r} if m in sys.modules],
+            "plugins": {{r.name: r.status for r in registries.plugins}},
             "providers": registries.providers.list(),
-        }))
+            "toolsets": registries.toolsets.list(),
+        }}))
         """
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     report = json.loads(out)
-    assert report["httpx"] is False
-    for name in ("ollama", "react", "testutils", "toolbox"):
+    assert report["heavy"] == []
+    for name in ("ollama", "react", "testutils", "toolbox", "mcp"):
         assert report["plugins"][name] == "loaded", report
+    assert report["toolsets"] == ["mcp"]

@@ -257,3 +257,22 @@ def test_results_are_text_for_the_model() -> None:
     assert ollm.render_result(None) == "null"
     assert ollm.render_result({1, 2}) in ("[1,2]", "[2,1]")
     assert ollm.render_result(object()).startswith('"<object object')
+
+
+class TitledNote(msgspec.Struct):
+    """A note."""
+
+    title: str
+
+
+def make_note(title: str, note: TitledNote) -> str:
+    """Make a note."""
+    return title
+
+
+def test_a_parameter_named_title_is_kept_while_title_keywords_go() -> None:
+    parameters = ollm.Tool.from_function(make_note).parameters
+    assert parameters["properties"]["title"] == {"type": "string"}
+    assert parameters["properties"]["note"]["properties"] == {"title": {"type": "string"}}
+    assert parameters["required"] == ["title", "note"]
+    assert "title" not in parameters["properties"]["note"]

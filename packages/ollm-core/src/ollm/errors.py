@@ -29,6 +29,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolNotFoundError",
     "ToolsUnsupportedError",
+    "ToolsetError",
     "error_from_code",
 ]
 
@@ -57,6 +58,7 @@ class ErrorCode:
     INVALID_REQUEST = "INVALID_REQUEST"
     CONVERSATION_BUSY = "CONVERSATION_BUSY"
     FORMAT_ERROR = "FORMAT_ERROR"
+    TOOLSET_FAILED = "TOOLSET_FAILED"
     INTERNAL_ERROR = "INTERNAL_ERROR"
 
 
@@ -179,6 +181,15 @@ class ToolExecutionError(OllmError):
     code = ErrorCode.TOOL_FAILED
 
 
+class ToolsetError(OllmError):
+    """A toolset could not be opened, or stopped working (an MCP server that exited...).
+
+    A toolset may give a more precise code of its own (``MCP_SERVER_FAILED``...).
+    """
+
+    code = ErrorCode.TOOLSET_FAILED
+
+
 class CapabilityError(OllmError):
     """The provider does not offer the capability asked for (models, embeddings...)."""
 
@@ -214,6 +225,7 @@ _BY_CODE: dict[str, type[OllmError]] = {
         InvalidToolError,
         ToolArgumentsError,
         ToolExecutionError,
+        ToolsetError,
         CapabilityError,
         InvalidRequestError,
         ConversationBusyError,

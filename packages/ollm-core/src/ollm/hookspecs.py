@@ -22,7 +22,7 @@ from typing import Any
 import pluggy
 
 from ollm.types.provider import ProviderAdapter
-from ollm.types.specs import ProviderSpec, StrategySpec, TokenCounterSpec
+from ollm.types.specs import ProviderSpec, StrategySpec, TokenCounterSpec, ToolsetSpec
 
 __all__ = [
     "PROJECT",
@@ -32,6 +32,7 @@ __all__ = [
     "ollm_token_counters",
     "ollm_tool_strategies",
     "ollm_tools",
+    "ollm_toolsets",
 ]
 
 PROJECT = "ollm"
@@ -94,4 +95,35 @@ def ollm_tool_strategies() -> Sequence[StrategySpec]:  # type: ignore[empty-body
     Return ``StrategySpec(name, factory, description)``; ``factory()`` builds one
     ``ollm.ToolStrategy`` per chat. The runtime uses a strategy when a chat asks for it
     by name, and ``react`` also when a model cannot take tools natively.
+    """
+
+
+@hookspec
+def ollm_toolsets() -> Sequence[ToolsetSpec]:  # type: ignore[empty-body]
+    """Contribute a kind of toolset: tools that take configuration and hold state.
+
+    Where ``ollm_tools()`` hands over functions once, a toolset is opened when a chat
+    (or a ``ChatClient``) starts using it and closed when that ends: a server is
+    started, a connection made. Return ``ToolsetSpec(name, factory, description)``;
+    ``factory(config)`` gets the configuration as text (its meaning is yours: a file
+    path, JSON...) and returns ``ollm.Toolset`` objects, each with a ``name`` that
+    prefixes its tools (``git`` gives ``git_status``) and an ``open()`` async context
+    manager that starts it and yields its ``ollm.Tool`` objects (see ``ollm.Toolset``).
+    The factory runs only when asked for, never at discovery.
+
+    On the command line, ``ollm chat --toolset NAME=CONFIG`` (or the environment
+    variable ``OLLM_<NAME>_CONFIG``) builds the toolsets of kind ``NAME``, and ``-t``
+    picks their tools by name or glob: ``ollm chat --toolset mcp=servers.json -t
+    'git_*'`` (``--mcp FILE`` is short for ``--toolset mcp=FILE``). In Python, pass
+    toolsets to ``ChatClient(tools=[...])`` to offer all their tools, or to
+    ``ChatClient(toolsets=[...])`` to let ``tools`` pick among them by name or glob.
+
+    Example::
+
+        @ollm.hookimpl
+        def ollm_toolsets():
+            def build(config: str):
+                from my_plugin.toolset import NotesToolset  # heavy imports here
+                return [NotesToolset(name="notes", database=config)]
+            return [ollm.ToolsetSpec("notes", build, "Search my notes database")]
     """

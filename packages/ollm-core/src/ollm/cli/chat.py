@@ -19,6 +19,7 @@ from ollm.cli.config import CliConfig, load_registries
 from ollm.cli.driving import drive
 from ollm.cli.render import EventRenderer
 from ollm.cli.terminal import Terminal
+from ollm.cli.toolsets import load_toolsets
 from ollm.errors import ConnectionFailedError, InvalidRequestError, RequestTimeoutError
 from ollm.registries import Registries
 from ollm.runtime.client import ChatClient, ChatStream
@@ -51,6 +52,10 @@ def run_chat(args: argparse.Namespace, terminal: Terminal, stdin: TextIO | None 
         return EXIT_USAGE
 
     registries = load_registries()
+    toolsets = load_toolsets(args, registries)
+    if toolsets and not args.tools:
+        example = f"-t '{toolsets[0].name}_*'"
+        terminal.info(f"note: no tool is offered; pick the toolsets' tools with {example}", "dim")
     client = ChatClient(
         registries,
         provider=config.provider,
@@ -64,6 +69,7 @@ def run_chat(args: argparse.Namespace, terminal: Terminal, stdin: TextIO | None 
         context_window=args.context_window,
         tool_strategy="react" if args.react else "auto",
         think=_THINK[args.think] if args.think else None,
+        toolsets=toolsets,
     )
     renderer = EventRenderer(terminal, json=args.json, show_thinking=not args.hide_thinking)
     with start_blocking_portal(config.backend) as portal:

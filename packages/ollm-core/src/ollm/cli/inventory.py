@@ -6,9 +6,12 @@ import argparse
 
 import msgspec
 
-from ollm.cli import EXIT_OK
-from ollm.cli.config import load_registries
+from ollm.cli import EXIT_ERROR, EXIT_OK
+from ollm.cli.config import CliConfig, load_registries
 from ollm.cli.terminal import Terminal
+from ollm.cli.toolsets import ToolsetListing, load_toolsets
+from ollm.errors import OllmError
+from ollm.tools.toolset import Toolset
 
 __all__ = ["run_plugins", "run_tools"]
 
@@ -49,9 +52,24 @@ def run_plugins(args: argparse.Namespace, terminal: Terminal) -> int:
 
 
 def run_tools(args: argparse.Namespace, terminal: Terminal) -> int:
-    """The tools of every tool pack, with their schemas."""
+    """The tools of every tool pack and of the toolsets given, with their schemas.
+
+    Each toolset is opened (an MCP server started) to list its tools, then closed. One
+    that fails is reported on stderr, the others are listed, and the exit code is 1.
+    """
     registries = load_registries()
     tools = registries.tools.tools()
+    toolsets = load_toolsets(args, registries)
+    failures: list[OllmError] = []
+    if toolsets:
+        for _, found in _list_toolsets(toolsets, CliConfig.from_args(args).backend):
+            if isinstance(found, OllmError):
+                failures.append(found)
+            else:
+                tools.extend(found.values())
+    for failure in failures:
+        terminal.error(failure.message)
+    code = EXIT_ERROR if failures else EXIT_OK
     if args.json:
         payload = [
             {
@@ -63,10 +81,11 @@ def run_tools(args: argparse.Namespace, terminal: Terminal) -> int:
             for t in tools
         ]
         terminal.write(msgspec.json.encode(payload).decode() + "\n")
-        return EXIT_OK
+        return code
     if not tools:
-        terminal.write("No tools are installed.\n")
-        return EXIT_OK
+        if not failures:
+            terminal.write("No tools are installed.\n")
+        return code
     for tool in tools:
         name = terminal.style(tool.name, "bold", stream="out")
         terminal.write(f"{name}  (from {tool.pack or 'the application'})\n")
@@ -81,8 +100,24 @@ def run_tools(args: argparse.Namespace, terminal: Terminal) -> int:
             about = spec.get("description", "")
             terminal.write(f"    - {key} ({kind}, {need}){': ' + about if about else ''}\n")
         terminal.write("\n")
-    terminal.write("Use one with: ollm chat -t NAME ...\n")
-    return EXIT_OK
+    hint = " (or a glob: -t 'NAME_*')" if toolsets else ""
+    terminal.write(f"Use one with: ollm chat -t NAME ...{hint}\n")
+    return code
+
+
+def _list_toolsets(toolsets: list[Toolset], backend: str) -> ToolsetListing:
+    """Open the toolsets in an event loop of their own, list their tools, close them."""
+    from anyio.from_thread import start_blocking_portal
+
+    from ollm.cli.toolsets import list_toolsets
+    from ollm.runtime.toolsets import ToolsetSessions
+
+    sessions = ToolsetSessions()
+    with start_blocking_portal(backend) as portal:
+        try:
+            return portal.call(list_toolsets, toolsets, sessions)
+        finally:
+            portal.call(sessions.aclose)
 
 
 def _kind(spec: dict[str, object]) -> str:

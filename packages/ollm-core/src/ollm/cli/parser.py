@@ -12,12 +12,14 @@ examples:
   ollm chat -m qwen3 -t calculate -t current_time "What is 17% of 2,340? And the time?"
   cat notes.txt | ollm chat -m llama3.2 "Summarise this"
   ollm chat -p echo "hello"                 (no server needed: the echo provider)
+  ollm chat -m qwen3 --mcp servers.json -t 'git_*' "What changed?"   (MCP servers' tools)
   ollm models pull llama3.2
   ollm plugins
 
 environment:
   OLLM_PROVIDER, OLLM_MODEL     defaults for -p and -m
   OLLAMA_HOST                   where Ollama listens (default http://127.0.0.1:11434)
+  OLLM_MCP_CONFIG               an mcpServers file used when --mcp is not given
   OLLM_BACKEND                  asyncio (default) or trio
   NO_COLOR                      plain output
 """
@@ -61,8 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME",
-        help="offer a tool to the model (repeat for more; `ollm tools` lists them)",
+        help="offer a tool, by name or glob such as 'git_*' (repeat for more; "
+        "`ollm tools` lists them)",
     )
+    _toolset_options(chat)
     chat.add_argument("--max-turns", type=_positive_int, default=None, help="requests per chat")
     chat.add_argument("--temperature", type=float, default=None, help="sampling temperature")
     chat.add_argument("--max-tokens", type=_positive_int, default=None, help="reply length limit")
@@ -99,7 +103,27 @@ def build_parser() -> argparse.ArgumentParser:
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     tools = commands.add_parser("tools", help="the tools of every tool pack, with schemas")
     tools.add_argument("--json", action="store_true", help="machine-readable output")
+    _toolset_options(tools)
     return parser
+
+
+def _toolset_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--mcp",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the tools of the MCP servers in FILE, an mcpServers JSON file (needs ollm-mcp); "
+        "in chat, pick them with -t 'SERVER_*'",
+    )
+    command.add_argument(
+        "--toolset",
+        action="append",
+        default=[],
+        metavar="KIND=CONFIG",
+        help="the toolsets a plugin builds from CONFIG (--mcp FILE is --toolset mcp=FILE); "
+        "else $OLLM_<KIND>_CONFIG",
+    )
 
 
 def _positive_int(text: str) -> int:

@@ -27,12 +27,24 @@ from ollm.errors import OllmError, PluginError
 from ollm.plugins.settings import PluginSettings
 from ollm.registries import Registries
 from ollm.tools.tool import Tool
-from ollm.types.specs import PluginRecord, ProviderSpec, StrategySpec, TokenCounterSpec
+from ollm.types.specs import (
+    PluginRecord,
+    ProviderSpec,
+    StrategySpec,
+    TokenCounterSpec,
+    ToolsetSpec,
+)
 
 __all__ = ["ENTRY_POINT_GROUP", "build_plugin_manager", "discover"]
 
 ENTRY_POINT_GROUP = "ollm.plugins"
-HOOKS = ("ollm_providers", "ollm_tools", "ollm_token_counters", "ollm_tool_strategies")
+HOOKS = (
+    "ollm_providers",
+    "ollm_tools",
+    "ollm_token_counters",
+    "ollm_tool_strategies",
+    "ollm_toolsets",
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +70,7 @@ class _Contribution:
     tools: list[Tool] = field(default_factory=list)
     token_counters: list[TokenCounterSpec] = field(default_factory=list)
     strategies: list[StrategySpec] = field(default_factory=list)
+    toolsets: list[ToolsetSpec] = field(default_factory=list)
 
 
 def discover(
@@ -200,6 +213,8 @@ def _collect(hook: str, result: object, into: _Contribution, registries: Registr
             into.tools.append(_tool(item))
         elif hook == "ollm_token_counters":
             into.token_counters.append(_expect(item, TokenCounterSpec, hook))
+        elif hook == "ollm_toolsets":
+            into.toolsets.append(_expect(item, ToolsetSpec, hook))
         else:
             into.strategies.append(_expect(item, StrategySpec, hook))
 
@@ -239,6 +254,9 @@ def _check_names(contribution: _Contribution, registries: Registries) -> None:
     for strategy in contribution.strategies:
         if strategy.name in registries.strategies or strategy.name == "native":
             raise ValueError(f"tool strategy {strategy.name!r} is already registered")
+    for toolset in contribution.toolsets:
+        if toolset.name in registries.toolsets:
+            raise ValueError(f"toolset kind {toolset.name!r} is already provided by another plugin")
 
 
 def _commit(contribution: _Contribution, registries: Registries, plugin: str) -> None:
@@ -250,6 +268,8 @@ def _commit(contribution: _Contribution, registries: Registries, plugin: str) ->
         registries.token_counters.register(counter)
     for strategy in contribution.strategies:
         registries.strategies.register(strategy)
+    for toolset in contribution.toolsets:
+        registries.toolsets.register(toolset)
 
 
 def _summary(contribution: _Contribution) -> dict[str, list[str]]:
@@ -258,6 +278,7 @@ def _summary(contribution: _Contribution) -> dict[str, list[str]]:
         "tools": [t.name for t in contribution.tools],
         "token_counters": [c.pattern for c in contribution.token_counters],
         "tool_strategies": [s.name for s in contribution.strategies],
+        "toolsets": [s.name for s in contribution.toolsets],
     }
     return {k: v for k, v in summary.items() if v}
 

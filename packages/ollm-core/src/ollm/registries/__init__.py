@@ -1,4 +1,4 @@
-"""Registries of providers, tools, token counters and tool-calling strategies."""
+"""Registries of providers, tools, token counters, tool-calling strategies and toolsets."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ollm.registries.tokens import (
     request_text,
 )
 from ollm.registries.tools import ToolRegistry, unknown_tool_message
+from ollm.registries.toolsets import ToolsetRegistry
 from ollm.types.specs import PluginRecord
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "StrategyRegistry",
     "TokenCounterRegistry",
     "ToolRegistry",
+    "ToolsetRegistry",
     "estimate_text_tokens",
     "fallback_count",
     "request_text",
@@ -40,6 +42,7 @@ class Registries:
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     token_counters: TokenCounterRegistry = field(default_factory=TokenCounterRegistry)
     strategies: StrategyRegistry = field(default_factory=StrategyRegistry)
+    toolsets: ToolsetRegistry = field(default_factory=ToolsetRegistry)
     plugins: list[PluginRecord] = field(default_factory=list)
 
     async def aclose(self) -> None:

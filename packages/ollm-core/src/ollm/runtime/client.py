@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -12,7 +12,9 @@ from ollm.registries import Registries
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.run import ChatRun
 from ollm.runtime.settings import ChatSettings, ToolItem
+from ollm.runtime.toolsets import ToolsetSessions, select_tools
 from ollm.tools.tool import Tool
+from ollm.tools.toolset import Toolset, check_toolset_name, is_toolset
 from ollm.types.abort import AbortSignal
 from ollm.types.events import (
     ChatEvent,
@@ -143,6 +145,12 @@ class ChatClient:
     need). Every setting of ``ChatSettings`` can be given here, as the client's default,
     and again to ``chat()`` or ``run()`` for one chat. The client keeps a conversation,
     so successive chats continue it; pass ``conversation=`` to use another.
+
+    Toolsets (an ``ollm_mcp.MCPServer``...) in ``tools`` offer all their tools;
+    ``toolsets`` are there to be picked from by name or glob in ``tools``
+    (``tools=["git_*"]``). The client opens a toolset on the first chat that needs it
+    and keeps it open until ``aclose()`` (or the end of ``async with``); a toolset
+    given only to one ``chat()`` is closed when that chat ends.
     """
 
     def __init__(
@@ -163,10 +171,13 @@ class ChatClient:
         think: bool | str | None = None,
         response_format: str | dict[str, Any] | None = None,
         conversation: Conversation | None = None,
+        toolsets: Sequence[Toolset] = (),
     ) -> None:
         if registries is not None and not isinstance(registries, Registries):
             raise TypeError("registries must be an ollm.Registries")
         self._registries = registries
+        self.toolsets = _collect_toolsets(toolsets, tools)
+        self._toolset_sessions = ToolsetSessions()
         self.settings = ChatSettings(
             provider=provider,
             model=model,
@@ -276,9 +287,12 @@ class ChatClient:
         return self.conversation
 
     async def aclose(self) -> None:
-        """Close the providers this client's registries built."""
-        if self._registries is not None:
-            await self._registries.aclose()
+        """Close the toolsets this client opened and the providers its registries built."""
+        try:
+            await self._toolset_sessions.aclose()
+        finally:
+            if self._registries is not None:
+                await self._registries.aclose()
 
     async def __aenter__(self) -> ChatClient:
         return self
@@ -298,15 +312,23 @@ class ChatClient:
             return self.registries.providers.get(provider)
         return provider
 
-    def _resolve_tools(self, items: Sequence[ToolItem]) -> dict[str, Tool]:
+    async def _resolve_tools(
+        self, items: Sequence[ToolItem], chat_toolsets: Callable[[], ToolsetSessions]
+    ) -> dict[str, Tool]:
         if not items:
             return {}
-        chosen: dict[str, Tool] = {}
-        for item in items:
-            tool = self.registries.tools.get(item) if isinstance(item, str) else item
-            assert isinstance(tool, Tool)
-            chosen[tool.name] = tool
-        return chosen
+
+        async def open_toolset(toolset: Toolset) -> dict[str, Tool]:
+            if any(toolset is mine for mine in self.toolsets):
+                return await self._toolset_sessions.tools(toolset)
+            return await chat_toolsets().tools(toolset)
+
+        return await select_tools(
+            items,  # type: ignore[arg-type]  # functions were made tools by _prepare_tools
+            self.registries.tools,
+            self.toolsets,
+            open_toolset,
+        )
 
     async def _capabilities(
         self, provider: ModelInspection, model: str
@@ -325,19 +347,44 @@ class ChatClient:
         return capabilities
 
 
-def _prepare_tools(tools: Sequence[ToolItem]) -> tuple[str | Tool, ...]:
+def _prepare_tools(tools: Sequence[ToolItem]) -> tuple[str | Tool | Toolset, ...]:
     """Make functions into tools now, so a bad function raises at once."""
     if isinstance(tools, (str, bytes)):
         raise TypeError("tools must be a list of names or tools, not a string")
-    prepared: list[str | Tool] = []
+    prepared: list[str | Tool | Toolset] = []
     for item in tools:
         if isinstance(item, (str, Tool)):
             prepared.append(item)
+        elif is_toolset(item):
+            check_toolset_name(getattr(item, "name", None))
+            prepared.append(item)  # type: ignore[arg-type]
         elif callable(item):
             prepared.append(Tool.from_function(item))
         else:
             raise TypeError(f"a tool must be a name, a Tool or a function, not {item!r}")
     return tuple(prepared)
+
+
+def _collect_toolsets(toolsets: object, tools: Sequence[ToolItem]) -> tuple[Toolset, ...]:
+    """The client's toolsets: those given, and those among its tools; names are unique."""
+    if (
+        isinstance(toolsets, (str, bytes))
+        or not isinstance(toolsets, Sequence)
+        or not all(is_toolset(t) for t in toolsets)
+    ):
+        raise TypeError("toolsets must be a list of toolsets (objects with a name and open())")
+    found: list[Toolset] = []
+    for toolset in [*toolsets, *(t for t in tools if is_toolset(t))]:
+        if any(toolset is known for known in found):
+            continue
+        name = check_toolset_name(toolset.name)
+        if any(known.name == name for known in found):
+            raise ValueError(
+                f"two toolsets are named {name!r}: give each its own name, since the name "
+                "prefixes its tools"
+            )
+        found.append(toolset)
+    return tuple(found)
 
 
 def _to_message(prompt: Prompt) -> Message | None:

@@ -25,7 +25,8 @@ from ollm.runtime.provider_stream import error_event, guarded, not_an_event
 from ollm.runtime.selection import StrategySelection
 from ollm.runtime.settings import DEFAULT_CONTEXT_WINDOW, ChatSettings
 from ollm.runtime.tokens import TokenBudget, count_request_tokens
-from ollm.runtime.tool_runner import ToolOutcome, refused_outcome, run_tool_calls
+from ollm.runtime.tool_runner import ToolOutcome, refused_outcome, run_tool_calls, without_images
+from ollm.runtime.toolsets import ToolsetSessions
 from ollm.runtime.turn import Turn
 from ollm.tools.tool import Tool
 from ollm.types.abort import AbortSignal
@@ -84,6 +85,7 @@ class ChatRun:
         self.finish: FinishEvent | None = None
         self._turn: Turn | None = None
         self._stream: AsyncIterator[ProviderEvent] | None = None
+        self._toolsets: ToolsetSessions | None = None
 
     async def events(self) -> AsyncIterator[ChatEvent]:
         """Run the chat, yielding its events; the last one is always a ``FinishEvent``."""
@@ -186,6 +188,8 @@ class ChatRun:
                     self._turn.text = text  # what streamed before the chat was stopped
                 self._turn.abandon("the chat was cancelled")
             await self._close_stream()
+            if self._toolsets is not None:
+                await self._toolsets.aclose()  # the toolsets given to this chat alone
             self.conversation._release()
 
     _pending: tuple[ChatEvent, ...] = ()
@@ -206,7 +210,7 @@ class ChatRun:
             )
         self.model = model
         if settings.tool_choice != "none":
-            self.tools = self.client._resolve_tools(settings.tools)
+            self.tools = await self.client._resolve_tools(settings.tools, self._chat_toolsets)
         self.schemas = tuple(tool.schema for tool in self.tools.values())
 
         window = settings.context_window or settings.options.context_window
@@ -232,6 +236,11 @@ class ChatRun:
             if notice is not None:
                 self.notices.append(notice)
         return provider
+
+    def _chat_toolsets(self) -> ToolsetSessions:
+        if self._toolsets is None:
+            self._toolsets = ToolsetSessions()
+        return self._toolsets
 
     # -- each turn -------------------------------------------------------------------
 
@@ -367,6 +376,8 @@ class ChatRun:
                 abort=self.abort,
                 preset=preset,
             )
+            if any(o.images for o in outcomes) and not await self._sees_images():
+                outcomes = without_images(outcomes, self.model)
         turn.commit(message, outcomes)
         self._turn = None
         for result in turn.result_events(outcomes):
@@ -388,6 +399,18 @@ class ChatRun:
             self.finish = FinishEvent("max_turns", self.usage)
         elif not calls:
             self.finish = FinishEvent(turn.finish_reason, self.usage)
+
+    async def _sees_images(self) -> bool:
+        """Whether the model takes images (unknown counts as yes: the server will say)."""
+        if self.provider is None or not callable(
+            getattr(self.provider, "model_capabilities", None)
+        ):
+            return True
+        with self.abort.guard():
+            found = await self.client._capabilities(
+                cast(ModelInspection, self.provider), self.model
+            )
+        return found is None or found.vision is not False
 
     def _finished(self) -> FinishEvent | None:
         # A call, not an attribute read, so that type checkers do not assume the

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ollm.tools.tool import Tool
+from ollm.tools.toolset import Toolset
 from ollm.types.provider import ProviderAdapter
 from ollm.types.request import GenerationOptions
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "ChatSettings", "ToolItem"]
 
 DEFAULT_CONTEXT_WINDOW = 4096
-ToolItem = str | Tool | Callable[..., Any]
+ToolItem = str | Tool | Toolset | Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,9 @@ class ChatSettings:
 
     - ``provider``: a registered name, a provider object, or ``None`` for the default;
     - ``model``: the model name (else the provider's ``default_model``, if it has one);
-    - ``tools``: the tools offered, by registered name or as ``Tool``s and functions;
+    - ``tools``: the tools offered: registered names or globs (``git_*`` picks among the
+      tools of the client's toolsets too), ``Tool``s and functions, and toolsets (all
+      their tools);
     - ``max_turns``: requests per chat before it ends with ``max_turns`` (bounded, always);
     - ``max_tool_calls``: tool calls per chat; later calls get an error result;
     - ``tool_timeout``: seconds a tool may run (a tool's own ``timeout`` wins);

@@ -8,23 +8,32 @@ from collections.abc import Mapping, Sequence
 import anyio
 import msgspec
 
-from ollm.errors import ErrorCode, ToolArgumentsError
+from ollm.errors import ErrorCode, OllmError, ToolArgumentsError
 from ollm.registries.tools import unknown_tool_message
+from ollm.tools.result import ToolResult
 from ollm.tools.tool import Tool, ToolContext, render_result
 from ollm.types.abort import AbortSignal
-from ollm.types.messages import ToolCall
+from ollm.types.messages import ImagePart, ToolCall
 
-__all__ = ["ToolOutcome", "cancelled_outcome", "refused_outcome", "run_tool_calls"]
+__all__ = [
+    "ToolOutcome",
+    "cancelled_outcome",
+    "describe_exception",
+    "refused_outcome",
+    "run_tool_calls",
+    "without_images",
+]
 
 
 class ToolOutcome(msgspec.Struct, frozen=True):
-    """What a call produced: the text the model reads, and whether it is an error."""
+    """What a call produced: the text (and images) the model reads, and whether it is an error."""
 
     call: ToolCall
     content: str
     is_error: bool = False
     error_code: str | None = None
     duration_ms: float = 0.0
+    images: tuple[ImagePart, ...] = ()
 
 
 def cancelled_outcome(call: ToolCall, why: str = "the chat was cancelled") -> ToolOutcome:
@@ -87,10 +96,15 @@ async def _invoke(
             value = await tool.invoke(call.args, context=ToolContext(call, abort))
     except ToolArgumentsError as exc:
         return ToolOutcome(call, str(exc), True, ErrorCode.INVALID_ARGUMENTS, _ms(started))
+    except OllmError as exc:
+        # A toolset's own error (a server that stopped...) keeps its code and advice.
+        return ToolOutcome(
+            call, f"Tool {call.name!r} failed: {exc.message}", True, exc.code, _ms(started)
+        )
     except (Exception, SystemExit) as exc:
         return ToolOutcome(
             call,
-            f"Tool {call.name!r} failed: {_describe(exc)}",
+            f"Tool {call.name!r} failed: {describe_exception(exc)}",
             True,
             ErrorCode.TOOL_FAILED,
             _ms(started),
@@ -103,13 +117,35 @@ async def _invoke(
             ErrorCode.TOOL_TIMEOUT,
             _ms(started),
         )
+    if isinstance(value, ToolResult):
+        code = ErrorCode.TOOL_FAILED if value.is_error else None
+        return ToolOutcome(
+            call, value.text, value.is_error, code, _ms(started), images=value.images
+        )
     return ToolOutcome(call, render_result(value), False, None, _ms(started))
 
 
-def _describe(exc: BaseException) -> str:
+def without_images(outcomes: Sequence[ToolOutcome], model: str) -> list[ToolOutcome]:
+    """The outcomes for a model that cannot see images: each image becomes a short note."""
+    changed: list[ToolOutcome] = []
+    for outcome in outcomes:
+        if not outcome.images:
+            changed.append(outcome)
+            continue
+        notes = [
+            f"[{image.mime_type} image of {len(image.data)} bytes, left out: "
+            f"{model} cannot see images]"
+            for image in outcome.images
+        ]
+        text = "\n".join(([outcome.content] if outcome.content else []) + notes)
+        changed.append(msgspec.structs.replace(outcome, content=text, images=()))
+    return changed
+
+
+def describe_exception(exc: BaseException) -> str:
     """``Type: message``; for an exception group (a tool's own task group), its leaves."""
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(inner) for inner in exc.exceptions)
+        return "; ".join(describe_exception(inner) for inner in exc.exceptions)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 

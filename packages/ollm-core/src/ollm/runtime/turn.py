@@ -84,7 +84,12 @@ class Turn:
         self.conversation.append(message)
         for outcome in outcomes:
             self.conversation.append(
-                Message.tool(outcome.content, call=outcome.call, is_error=outcome.is_error)
+                Message.tool(
+                    outcome.content,
+                    call=outcome.call,
+                    is_error=outcome.is_error,
+                    images=outcome.images,
+                )
             )
 
     def abandon(self, why: str) -> list[ToolOutcome]:
@@ -108,6 +113,7 @@ class Turn:
                 error_code=o.error_code,
                 duration_ms=o.duration_ms,
                 turn=self.number,
+                images=o.images,
             )
             for o in outcomes
         ]

@@ -1,5 +1,19 @@
-"""Tools from plain functions: schema from type hints, descriptions from docstrings."""
+"""Tools from plain functions (schema from type hints, descriptions from docstrings), and
+toolsets: tool packs that are opened and closed."""
 
-from ollm.tools.tool import Tool, ToolContext, render_result, tool
+from ollm.tools.result import ToolResult
+from ollm.tools.tool import ArgumentsValidator, Tool, ToolContext, render_result, tool
+from ollm.tools.toolset import TOOLSET_SEPARATOR, Toolset, toolset_tool_name, valid_tool_name
 
-__all__ = ["Tool", "ToolContext", "render_result", "tool"]
+__all__ = [
+    "TOOLSET_SEPARATOR",
+    "ArgumentsValidator",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "Toolset",
+    "render_result",
+    "tool",
+    "toolset_tool_name",
+    "valid_tool_name",
+]

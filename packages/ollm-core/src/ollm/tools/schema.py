@@ -112,12 +112,20 @@ def _has_description(hint: Any) -> bool:
     )
 
 
+# Keywords whose value maps names (of properties, definitions) to schemas: a key there
+# is a name, so a property called "title" is kept.
+_NAME_MAPS = frozenset(
+    ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+)
+
+
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """Resolve ``$ref``s into a self-contained schema and drop ``title``s.
 
     Some servers keep only a few keywords per property (Ollama drops ``$ref``), so
     an enum or a nested object must be spelt out where it is used. A type that refers
     to itself cannot be inlined: the schema then keeps ``$defs`` and its ``$ref``s.
+    Only the ``title`` keyword goes: a property named ``title`` stays.
     """
     defs: dict[str, Any] = schema.get("$defs", {})
 
@@ -135,24 +143,37 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             if name in stack:
                 raise _Recursive
             target = resolve(defs.get(name, {}), (*stack, name))
-            extra = {k: resolve(v, stack) for k, v in node.items() if k not in ("$ref", "$defs")}
+            extra = {
+                k: resolve_child(k, v, stack) for k, v in node.items() if k not in ("$ref", "$defs")
+            }
             return {**target, **extra}
-        return {k: resolve(v, stack) for k, v in node.items() if k not in ("title", "$defs")}
+        return {
+            k: resolve_child(k, v, stack) for k, v in node.items() if k not in ("title", "$defs")
+        }
+
+    def resolve_child(key: str, value: Any, stack: tuple[str, ...]) -> Any:
+        if key in _NAME_MAPS and isinstance(value, dict):
+            return {name: resolve(sub, stack) for name, sub in value.items()}
+        return resolve(value, stack)
 
     try:
         return resolve(schema, ())  # type: ignore[no-any-return]
     except _Recursive:
         pass
 
-    def strip_titles(node: Any) -> Any:
+    def strip_titles(node: Any, names: bool = False) -> Any:
         if isinstance(node, list):
             return [strip_titles(item) for item in node]
         if isinstance(node, dict):
-            return {k: strip_titles(v) for k, v in node.items() if k != "title"}
+            return {
+                k: strip_titles(v, names=not names and k in _NAME_MAPS)
+                for k, v in node.items()
+                if names or k != "title"
+            }
         return node
 
     ref = schema.get("$ref", "")
     root_name = ref[len("#/$defs/") :] if isinstance(ref, str) else ""
     root = strip_titles(defs.get(root_name, schema))
-    root["$defs"] = strip_titles(defs)
+    root["$defs"] = strip_titles(defs, names=True)
     return root  # type: ignore[no-any-return]

@@ -13,15 +13,19 @@ import msgspec
 
 from ollm.errors import InvalidToolError, ToolArgumentsError
 from ollm.tools.docstrings import parse_docstring
-from ollm.tools.schema import read_signature
+from ollm.tools.schema import inline_refs, read_signature
 from ollm.types.abort import AbortSignal
 from ollm.types.messages import ToolCall
 from ollm.types.request import ToolSchema
 
-__all__ = ["Tool", "ToolContext", "render_result", "tool"]
+__all__ = ["ArgumentsValidator", "Tool", "ToolContext", "render_result", "tool"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 F = TypeVar("F", bound=Callable[..., Any])
+
+ArgumentsValidator = Callable[[dict[str, Any]], "str | None"]
+"""Checks a model's arguments against a tool's schema: ``None`` when they are valid,
+else what is wrong, naming the field (``'abc' is not of type 'integer' - at $.days``)."""
 
 
 class ToolContext:
@@ -56,6 +60,7 @@ class Tool:
         "_args_type",
         "_injected",
         "_positional",
+        "_validator",
         "description",
         "function",
         "is_async",
@@ -77,6 +82,7 @@ class Tool:
         injected: Mapping[str, type] | None = None,
         timeout: float | None = None,
         pack: str | None = None,
+        validator: ArgumentsValidator | None = None,
     ) -> None:
         if not _NAME.match(name):
             raise InvalidToolError(
@@ -92,6 +98,7 @@ class Tool:
         self._args_type = args_type
         self._positional = positional
         self._injected = dict(injected or {})
+        self._validator = validator
         functools.update_wrapper(self, function)
 
     @classmethod
@@ -123,12 +130,45 @@ class Tool:
         )
 
     @classmethod
-    def from_schema(cls, schema: ToolSchema, function: Callable[..., Any]) -> Tool:
+    def from_schema(
+        cls,
+        schema: ToolSchema,
+        function: Callable[..., Any],
+        *,
+        validator: ArgumentsValidator | None = None,
+        timeout: float | None = None,
+    ) -> Tool:
         """A tool whose schema is given as it is; arguments reach ``function`` unconverted.
 
-        Only the presence of the schema's required arguments is checked.
+        The schema's ``$ref``s are inlined and its titles dropped, as for a function's
+        schema. The presence of its required arguments is checked before every call;
+        ``validator`` checks the rest (``ollm-mcp`` passes a JSON Schema validator), and
+        what it reports goes back to the model as for a function tool.
         """
-        return cls(schema.name, schema.description, dict(schema.parameters), function)
+        parameters = inline_refs(dict(schema.parameters))
+        return cls(
+            schema.name,
+            schema.description,
+            parameters,
+            function,
+            validator=validator,
+            timeout=timeout,
+        )
+
+    def renamed(self, name: str, *, pack: str | None = None) -> Tool:
+        """The same tool under another name (a toolset's prefix is added this way)."""
+        return Tool(
+            name,
+            self.description,
+            self.parameters,
+            self.function,
+            args_type=self._args_type,
+            positional=self._positional,
+            injected=self._injected,
+            timeout=self.timeout,
+            pack=pack if pack is not None else self.pack,
+            validator=self._validator,
+        )
 
     @property
     def schema(self) -> ToolSchema:
@@ -149,6 +189,12 @@ class Tool:
                     f"Invalid arguments for tool {self.name!r}: missing required "
                     f"{', '.join(repr(m) for m in missing)}. {self._expected()}"
                 )
+            if self._validator is not None:
+                problem = self._validator(dict(args))
+                if problem:
+                    raise ToolArgumentsError(
+                        f"Invalid arguments for tool {self.name!r}: {problem}. {self._expected()}"
+                    )
             return dict(args)
         try:
             value = msgspec.convert(dict(args), self._args_type, strict=False)

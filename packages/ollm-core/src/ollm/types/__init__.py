@@ -47,6 +47,7 @@ from ollm.types.specs import (
     StrategySpec,
     TokenCounter,
     TokenCounterSpec,
+    ToolsetSpec,
 )
 from ollm.types.strategy import ReplyReview, ToolStrategy
 
@@ -97,6 +98,7 @@ __all__ = [
     "ToolChoice",
     "ToolSchema",
     "ToolStrategy",
+    "ToolsetSpec",
     "TurnCompleteEvent",
     "Usage",
     "decode_chat_event",

@@ -12,7 +12,7 @@ from typing import Literal
 
 import msgspec
 
-from ollm.types.messages import ToolCall
+from ollm.types.messages import ImagePart, ToolCall
 
 __all__ = [
     "ChatEvent",
@@ -130,7 +130,11 @@ class ToolCallStartEvent(_Event, frozen=True, tag="tool_call_start"):
 
 
 class ToolCallResultEvent(_Event, frozen=True, tag="tool_call_result"):
-    """A tool call's outcome: the text the model will read, or an error."""
+    """A tool call's outcome: the text the model will read, or an error.
+
+    ``images`` are the images the tool returned (an MCP server's screenshot...); they
+    go into the tool message when the model can see images.
+    """
 
     call: ToolCall
     result: str
@@ -138,6 +142,7 @@ class ToolCallResultEvent(_Event, frozen=True, tag="tool_call_result"):
     error_code: str | None = None
     duration_ms: float = 0.0
     turn: int = 0
+    images: tuple[ImagePart, ...] = ()
 
 
 class TokenWarningEvent(_Event, frozen=True, tag="token_warning"):

@@ -139,11 +139,18 @@ class Message(msgspec.Struct, frozen=True, omit_defaults=True):
         )
 
     @classmethod
-    def tool(cls, content: str, *, call: ToolCall, is_error: bool = False) -> Message:
-        """The result of ``call``, as the model will read it."""
+    def tool(
+        cls,
+        content: str,
+        *,
+        call: ToolCall,
+        is_error: bool = False,
+        images: tuple[ImagePart, ...] = (),
+    ) -> Message:
+        """The result of ``call``, as the model will read it (text, then any images)."""
         return cls(
             role="tool",
-            parts=(TextPart(content),),
+            parts=(TextPart(content), *images),
             name=call.name,
             tool_call_id=call.id,
             is_error=is_error,

@@ -1,15 +1,20 @@
-"""What plugins contribute through their hooks: providers, token counters, strategies."""
+"""What plugins contribute through their hooks: providers, token counters, strategies,
+toolsets."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
 from ollm.types.provider import ProviderAdapter
 from ollm.types.request import ProviderRequest
 from ollm.types.strategy import ToolStrategy
+
+if TYPE_CHECKING:
+    # The tools layer sits above this one; the annotation is all that is needed here.
+    from ollm.tools.toolset import Toolset
 
 __all__ = [
     "PluginRecord",
@@ -18,6 +23,7 @@ __all__ = [
     "StrategySpec",
     "TokenCounter",
     "TokenCounterSpec",
+    "ToolsetSpec",
 ]
 
 TokenCounter = Callable[[ProviderRequest], int]
@@ -50,6 +56,21 @@ class StrategySpec(msgspec.Struct, frozen=True):
 
     name: str
     factory: Callable[[], ToolStrategy]
+    description: str = ""
+
+
+class ToolsetSpec(msgspec.Struct, frozen=True):
+    """A kind of toolset that is built from configuration (``mcp`` from a servers file).
+
+    ``factory(config)`` returns the toolsets that ``config`` describes (``ollm-mcp``
+    takes the path of an ``mcpServers`` JSON file and returns one toolset per server).
+    It runs when a command or an application asks for this kind, never at discovery;
+    it should read and check the configuration and raise an ``OllmError`` that names
+    what is wrong, but start nothing: toolsets start when a chat opens them.
+    """
+
+    name: str
+    factory: Callable[[str], Sequence[Toolset]]
     description: str = ""
 
 

@@ -1,0 +1,3 @@
+"""The version of ollm-mcp."""
+
+__version__ = "0.1.0"

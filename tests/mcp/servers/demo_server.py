@@ -1,0 +1,168 @@
+"""A small MCP server for ollm-mcp's tests, built with the SDK's MCPServer.
+
+Run as a script, it serves over stdio (``--http`` prints a port and serves Streamable
+HTTP there). Imported, ``build(name)`` gives the server object for in-process tests.
+
+Environment switches, for the failure tests:
+
+- ``DEMO_MODE``: ``normal``; ``crash`` (write to stderr and exit at once); ``hang`` (read
+  stdin, never answer); ``slow-exit`` (ignore the end of stdin; only a signal stops it);
+- ``DEMO_RECORD``: a file where the server appends what it saw (``started slow``,
+  ``cancelled slow``, ``pid N``);
+- ``DEMO_STARTED``: a FIFO the ``slow`` tool writes to when it starts (a test waits on it).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+
+
+def record(line: str) -> None:
+    path = os.environ.get("DEMO_RECORD")
+    if path:
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(line + "\n")
+
+
+def build(name: str = "demo", *, started: Any = None, cancelled: Any = None) -> MCPServer:
+    """The server; ``started`` and ``cancelled`` are anyio events for in-process tests."""
+    server = MCPServer(name)
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two whole numbers."""
+        return a + b
+
+    @server.tool()
+    def echo(text: str, title: str = "") -> str:
+        """Say the text back.
+
+        Args:
+            text: What to say.
+            title: A title to put first.
+        """
+        return f"{title}: {text}" if title else text
+
+    @server.tool(structured_output=False)
+    def screenshot() -> Image:
+        """A one-pixel screenshot."""
+        return Image(data=PNG, format="png")
+
+    @server.tool()
+    def rows() -> CallToolResult:
+        """Structured content only, with no text block."""
+        return CallToolResult(content=[], structured_content={"rows": 2, "names": ["a", "b"]})
+
+    @server.tool()
+    def refuse(reason: str) -> str:
+        """Always fails, with the reason given."""
+        raise ToolError(f"refused: {reason}")
+
+    @server.tool()
+    async def slow() -> str:
+        """Runs until it is cancelled."""
+        record("started slow")
+        if started is not None:
+            started.set()
+        fifo = os.environ.get("DEMO_STARTED")
+        if fifo:
+            await anyio.to_thread.run_sync(_signal_fifo, fifo)
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            record("cancelled slow")
+            if cancelled is not None:
+                cancelled.set()
+            raise
+        return "never"
+
+    @server.tool()
+    def die() -> str:
+        """Exits the server at once, as a crash would."""
+        print("demo server: dying on purpose", file=sys.stderr, flush=True)
+        os._exit(3)
+
+    @server.tool()
+    def search(query: str) -> str:
+        """Search; every demo server has this tool."""
+        return f"{name} found {query}"
+
+    return server
+
+
+def _signal_fifo(path: str) -> None:
+    with open(path, "w", encoding="utf-8") as fifo:
+        fifo.write("started\n")
+
+
+def main() -> None:
+    mode = os.environ.get("DEMO_MODE", "normal")
+    record(f"pid {os.getpid()}")
+    if mode == "crash":
+        print("demo server: cannot open the database", file=sys.stderr, flush=True)
+        sys.exit(2)
+    if mode == "hang":
+        fifo = os.environ.get("DEMO_STARTED")
+        if fifo:
+            _signal_fifo(fifo)
+        for _ in sys.stdin:
+            pass
+        return
+    name = os.environ.get("DEMO_NAME", "demo")
+    if "--http" in sys.argv:
+        _serve_http(build(name))
+        return
+    if mode == "slow-exit":
+        import signal
+
+        signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+        build(name).run("stdio")
+        while True:  # the end of stdin does not stop it; SIGTERM does
+            signal.pause()
+    build(name).run("stdio")
+
+
+def _serve_http(server: MCPServer) -> None:
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    print(sock.getsockname()[1], flush=True)
+    app: Any = server.streamable_http_app()
+    token = os.environ.get("DEMO_TOKEN")
+    if token:
+        app = _require_token(app, token)
+    config = uvicorn.Config(app, log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _require_token(app: Any, token: str) -> Any:
+    """Answer 401 to a request without ``Authorization: Bearer <token>``."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"unauthorized"})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""The demo server as a subprocess over stdio: a chat through the Ollama provider against
+the fake server, and every way a server can fail: it never starts, crashes at once,
+hangs, dies mid-chat, or will not exit. Its process is always reaped."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp_helpers import DEMO, gone, pids
+from runtime_helpers import assert_history_valid, assert_one_finish_last, collect
+
+import ollm
+import ollm_mcp
+from ollm_ollama import OllamaProvider
+from ollm_testutils import FakeOllamaServer, OllamaReply
+from ollm_testutils.mock import Reply, ScriptedProvider
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX process checks"),
+]
+DEADLOCK = 60
+
+
+def demo_server(record: Path, mode: str = "normal", **options: Any) -> ollm_mcp.MCPServer:
+    env = {"DEMO_MODE": mode, "DEMO_RECORD": str(record)}
+    return ollm_mcp.MCPServer("demo", command=sys.executable, args=[DEMO], env=env, **options)
+
+
+def errors(events: list[ollm.ChatEvent]) -> list[ollm.ErrorEvent]:
+    return [e for e in events if isinstance(e, ollm.ErrorEvent)]
+
+
+@pytest.fixture
+async def fake_ollama() -> AsyncIterator[FakeOllamaServer]:
+    async with FakeOllamaServer() as server:
+        yield server
+
+
+async def test_a_chat_through_the_ollama_provider_calls_the_server(
+    anyio_backend: str, fake_ollama: FakeOllamaServer, tmp_path: Path
+) -> None:
+    record = tmp_path / "record"
+    fake_ollama.script(
+        OllamaReply(tool_calls=[("demo_add", {"a": 17, "b": 25})]), OllamaReply(["It is ", "42."])
+    )
+    provider = OllamaProvider(fake_ollama.url, environ={})
+    client = ollm.ChatClient(
+        ollm.Registries(), provider=provider, model="llama3.2", tools=[demo_server(record)]
+    )
+    async with client:
+        with anyio.fail_after(DEADLOCK):
+            result = await client.run("What is 17 + 25?")
+        [pid] = pids(record)
+        assert not gone(pid)
+    assert gone(pid)
+    assert (result.text, result.finish_reason) == ("It is 42.", "stop")
+    first, second = (r.json for r in fake_ollama.chat_requests)
+    assert "demo_add" in [t["function"]["name"] for t in first["tools"]]
+    assert second["messages"][-1] == {
+        "role": "tool",
+        "content": "42",
+        "tool_name": "demo_add",
+        "tool_call_id": second["messages"][-2]["tool_calls"][0]["id"],
+    }
+    assert_history_valid(client.conversation)
+
+
+async def test_a_server_that_crashes_at_start_is_a_clear_error(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    record = tmp_path / "record"
+    provider = ScriptedProvider("never")
+    client = ollm.ChatClient(ollm.Registries(), provider=provider)
+    with anyio.fail_after(DEADLOCK):
+        events = await collect(client.chat("hi", tools=[demo_server(record, "crash")]))
+    assert_one_finish_last(events, "error")
+    [error] = errors(events)
+    assert error.code == "MCP_SERVER_FAILED"
+    assert error.message.startswith("MCP server 'demo' stopped before it was ready (")
+    assert "Its last words on stderr: demo server: cannot open the database." in error.message
+    assert error.message.endswith("Run the command by hand to see why.")
+    assert not provider.requests
+    assert all(gone(pid) for pid in pids(record))
+
+
+async def test_a_server_that_never_answers_times_out_and_is_stopped(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    record = tmp_path / "record"
+    server = demo_server(record, "hang", startup_timeout=0.5)
+    client = ollm.ChatClient(ollm.Registries(), provider=ScriptedProvider("never"))
+    with anyio.fail_after(DEADLOCK):
+        events = await collect(client.chat("hi", tools=[server]))
+    [error] = errors(events)
+    assert error.code == "MCP_SERVER_TIMEOUT"
+    assert error.message.startswith("MCP server 'demo' did not answer within 0.5 seconds (")
+    assert error.message.endswith("or give it more time with startup_timeout_sec.")
+    [pid] = pids(record)
+    assert gone(pid)
+
+
+async def test_a_program_that_does_not_exist(anyio_backend: str) -> None:
+    server = ollm_mcp.MCPServer("nope", command="/nonexistent/mcp-server")
+    client = ollm.ChatClient(ollm.Registries(), provider=ScriptedProvider("never"))
+    events = await collect(client.chat("hi", tools=[server]))
+    [error] = errors(events)
+    assert error.code == "MCP_SERVER_FAILED"
+    assert error.message == (
+        "MCP server 'nope' could not be started: the program '/nonexistent/mcp-server' was "
+        "not found. Install it, or fix 'command' in the server's configuration."
+    )
+
+
+async def test_a_server_that_dies_mid_chat_is_a_tool_error_and_the_next_chat_restarts_it(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    record = tmp_path / "record"
+    provider = ScriptedProvider(
+        Reply(tool_calls=[("demo_die", {})]),
+        "It died.",
+        Reply(tool_calls=[("demo_add", {"a": 1, "b": 1})]),
+        "Two.",
+    )
+    async with ollm.ChatClient(
+        ollm.Registries(), provider=provider, tools=[demo_server(record)]
+    ) as client:
+        with anyio.fail_after(DEADLOCK):
+            first = await collect(client.chat("die"))
+            [died] = [e for e in first if isinstance(e, ollm.ToolCallResultEvent)]
+            assert died.error_code == "MCP_SERVER_STOPPED"
+            assert died.result.startswith(
+                "Tool 'demo_die' failed: MCP server 'demo' has stopped or its connection was lost"
+            )
+            assert "Its last words on stderr: demo server: dying on purpose." in died.result
+            assert_one_finish_last(first, "stop")
+            second = await collect(client.chat("add"))
+        [added] = [e for e in second if isinstance(e, ollm.ToolCallResultEvent)]
+        assert (added.result, added.is_error) == ("2", False)
+        old, new = pids(record)
+        assert gone(old)
+    assert gone(new)
+    assert_history_valid(client.conversation)
+
+
+async def test_a_server_that_ignores_the_end_of_its_input_is_terminated(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    record = tmp_path / "record"
+    provider = ScriptedProvider(Reply(tool_calls=[("demo_add", {"a": 1, "b": 2})]), "Three.")
+    async with ollm.ChatClient(
+        ollm.Registries(), provider=provider, tools=[demo_server(record, "slow-exit")]
+    ) as client:
+        with anyio.fail_after(DEADLOCK):
+            await collect(client.chat("add"))
+    [pid] = pids(record)
+    assert gone(pid)
