@@ -1,19 +1,95 @@
-"""A blocking face for scripts and notebooks, on anyio's blocking portal."""
+"""A blocking face for scripts and notebooks: an event loop in a daemon thread.
+
+The loop never keeps the interpreter alive: its thread is a daemon, and a client that
+is never closed is closed when it is garbage-collected or, at the latest, at exit
+(``weakref.finalize``), with a bounded wait. Ctrl-C while iterating ``chat()`` aborts
+the chat on the loop, waits for it to end (so the history holds the partial reply),
+then reaches the caller as ``KeyboardInterrupt``; the client stays usable.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractContextManager
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+import anyio
+from anyio.from_thread import BlockingPortal
 
 from ollm.runtime.client import ChatClient, ChatResult, ChatStream, Prompt
 from ollm.runtime.conversation import Conversation
 from ollm.types.events import ChatEvent
 
 __all__ = ["SyncChatClient"]
+
+T = TypeVar("T")
+
+#: How long closing at exit or on garbage collection may wait for the providers.
+CLOSE_TIMEOUT = 5.0
+
+
+class _Loop:
+    """One event loop running in a daemon thread, reached through a blocking portal."""
+
+    def __init__(self, backend: str) -> None:
+        self._backend = backend
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        self._portal: BlockingPortal | None = None
+        self._lock = threading.Lock()
+        self.thread = threading.Thread(target=self._main, name="ollm-sync-loop", daemon=True)
+        self.thread.start()
+        self._ready.wait()
+        if self._failure is not None:
+            raise self._failure
+
+    def _main(self) -> None:
+        try:
+            anyio.run(self._serve, backend=self._backend)
+        except BaseException as exc:  # a bad backend name, a missing trio
+            self._failure = exc
+        finally:
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        async with BlockingPortal() as portal:
+            self._portal = portal
+            self._ready.set()
+            await portal.sleep_until_stopped()
+
+    @property
+    def portal(self) -> BlockingPortal:
+        if self._portal is None:
+            raise RuntimeError("this SyncChatClient is closed")
+        return self._portal
+
+    def call(self, func: Callable[..., Awaitable[T]], *args: Any) -> T:
+        return self.portal.call(func, *args)
+
+    def shutdown(self, client: ChatClient) -> None:
+        """Close the client's providers (within ``CLOSE_TIMEOUT``), then stop the loop."""
+        with self._lock:
+            portal, self._portal = self._portal, None
+        if portal is None:
+            return
+        if threading.current_thread() is self.thread:
+            # Collected on the loop's own thread: it cannot wait for itself.
+            threading.Thread(target=self._stop, args=(portal, client), daemon=True).start()
+        else:
+            self._stop(portal, client)
+
+    def _stop(self, portal: BlockingPortal, client: ChatClient) -> None:
+        async def close() -> None:
+            with anyio.move_on_after(CLOSE_TIMEOUT):
+                await client.aclose()
+
+        try:
+            portal.call(close)
+        finally:
+            portal.call(portal.stop, True)
+            self.thread.join(CLOSE_TIMEOUT)
 
 
 class SyncChatClient:
@@ -27,7 +103,10 @@ class SyncChatClient:
                 ...
 
     Takes a ``ChatClient`` or the same keyword arguments as one. ``backend`` is
-    ``"asyncio"`` or ``"trio"``. Ctrl-C while iterating aborts the chat cleanly.
+    ``"asyncio"`` or ``"trio"``. Ctrl-C while iterating aborts the chat cleanly and
+    then raises ``KeyboardInterrupt``; the partial reply stays in the history and the
+    client stays usable. ``close()`` is idempotent; a client never closed does not keep
+    the program from exiting (its thread is a daemon, and it is closed at exit).
     """
 
     def __init__(
@@ -35,61 +114,55 @@ class SyncChatClient:
     ) -> None:
         self.client = client if client is not None else ChatClient(**kwargs)
         self._backend = backend
-        self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
-        self._portal: BlockingPortal | None = None
+        self._loop: _Loop | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     @property
     def conversation(self) -> Conversation:
         """The client's conversation."""
         return self.client.conversation
 
-    def _get_portal(self) -> BlockingPortal:
-        if self._portal is None:
-            self._portal_cm = start_blocking_portal(self._backend)
-            self._portal = self._portal_cm.__enter__()
-        return self._portal
+    def _get_loop(self) -> _Loop:
+        if self._loop is None:
+            self._loop = _Loop(self._backend)
+            # Holds the loop and the client, never self, so that self can be collected.
+            self._finalizer = weakref.finalize(self, self._loop.shutdown, self.client)
+        return self._loop
 
     def run(self, prompt: Prompt = None, **kwargs: Any) -> ChatResult:
         """Run a chat to its end (see ``ChatClient.run``)."""
-        portal = self._get_portal()
 
         async def run() -> ChatResult:
             return await self.client.run(prompt, **kwargs)
 
-        return portal.call(run)
+        return self._get_loop().call(run)
 
     def chat(self, prompt: Prompt = None, **kwargs: Any) -> Iterator[ChatEvent]:
-        """The chat's events, one at a time, as they arrive."""
-        portal = self._get_portal()
+        """The chat's events, one at a time, as they arrive.
+
+        Leaving the loop early (``break``) closes the chat. Ctrl-C aborts it, waits for
+        it to end, then raises ``KeyboardInterrupt``.
+        """
+        loop = self._get_loop()
         stream: ChatStream = self.client.chat(prompt, **kwargs)
-        iterator = stream.__aiter__()
-
-        async def step() -> ChatEvent | None:
-            try:
-                return await iterator.__anext__()
-            except StopAsyncIteration:
-                return None
-
+        steps = _Steps(stream)
+        interrupted = False
         try:
             while True:
-                event = portal.call(step)
+                event = loop.call(steps.next)
                 if event is None:
                     return
                 yield event
-        except BaseException:
-            stream.abort("interrupted")
+        except KeyboardInterrupt:
+            interrupted = True
             raise
         finally:
-            portal.call(stream.aclose)
+            loop.call(steps.close, interrupted)
 
     def close(self) -> None:
-        """Close the client's providers and stop the background loop."""
-        if self._portal is not None and self._portal_cm is not None:
-            try:
-                self._portal.call(self.client.aclose)
-            finally:
-                self._portal_cm.__exit__(None, None, None)
-                self._portal = self._portal_cm = None
+        """Close the client's providers and stop the background loop (idempotent)."""
+        if self._finalizer is not None:
+            self._finalizer()
 
     def __enter__(self) -> SyncChatClient:
         return self
@@ -101,3 +174,45 @@ class SyncChatClient:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class _Steps:
+    """One chat's steps on the loop, one at a time, and its closing after them.
+
+    A Ctrl-C can land anywhere in the caller's thread, even while a step is being
+    handed to the loop; closing waits for any step in flight instead of racing it
+    (an async generator cannot be closed while it runs).
+    """
+
+    __slots__ = ("_iterator", "_lock", "_stream")
+
+    def __init__(self, stream: ChatStream) -> None:
+        self._stream = stream
+        self._iterator = stream.__aiter__()
+        self._lock: anyio.Lock | None = None
+
+    def _guard(self) -> anyio.Lock:
+        if self._lock is None:  # made on the loop: every step runs there
+            self._lock = anyio.Lock()
+        return self._lock
+
+    async def next(self) -> ChatEvent | None:
+        async with self._guard():
+            try:
+                return await self._iterator.__anext__()
+            except StopAsyncIteration:
+                return None
+
+    async def close(self, interrupted: bool) -> None:
+        """Close the chat; after a Ctrl-C, abort it and let it end in the history first."""
+        if interrupted:
+            self._stream.abort("interrupted")
+        async with self._guard():
+            if interrupted:
+                with anyio.move_on_after(CLOSE_TIMEOUT):
+                    try:
+                        async for _ in self._iterator:
+                            pass
+                    except Exception:  # the chat's own failure: it ended, recorded
+                        pass
+            await self._stream.aclose()
