@@ -75,68 +75,155 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "degrees": math.degrees,
 }
 _CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
-_MAX_EXPONENT = 10_000
-_MAX_FACTORIAL = 1_000
 _MAX_LENGTH = 500
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_MAX_DEPTH = 300  # above what 500 characters can nest; below Python's recursion limit
+#: Every integer, intermediate ones included, stays below 10**4000: each operation is
+#: checked *before* it runs, so none can hold the interpreter for long.
+_MAX_DIGITS = 4000
+_MAX_BITS = int(_MAX_DIGITS * math.log2(10))
+_MAX_FACTORIAL = 1000
+_MAX_ROUND_DIGITS = 1000
+#: A comma followed by exactly three digits, after a digit: "2,340", "1,234,567".
+_GROUP = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
+class _Number(ValueError):
+    """A result that cannot be computed safely; its message goes back to the model."""
 
 
 def calculate(expression: str) -> str:
     """Evaluate an arithmetic expression exactly as written, and return the result.
 
-    Supports + - * / // % ** and parentheses, the functions sqrt, exp, log, log10,
-    log2, sin, cos, tan, asin, acos, atan, floor, ceil, round, abs, min, max,
-    factorial, radians and degrees, and the constants pi, e and tau. Percentages
-    are written as fractions (17% of 2340 is 0.17 * 2340).
+    Supports + - * / // % ** (or ^) and parentheses, the functions sqrt, exp, log,
+    log10, log2, sin, cos, tan, asin, acos, atan, floor, ceil, round, abs, min, max,
+    factorial, radians and degrees, and the constants pi, e and tau. ``log(x)`` is the
+    natural logarithm and ``log(x, base)`` the logarithm in that base; ``round(x, n)``
+    keeps n decimals. Percentages are written as fractions (17% of 2340 is
+    0.17 * 2340). Thousands separators ("2,340") are understood outside function
+    calls; inside a call's parentheses a comma always separates arguments, so write
+    ``max(2340, 5)``. Integers are limited to 4000 digits and factorial to 1000.
 
     Args:
         expression: The expression, for example "(3 + 4.5) * 2 ** 3".
     """
-    # "2,340" is a thousands separator; "round(x, 2)" is an argument list.
-    text = _THOUSANDS.sub("", expression.strip().replace("^", "**"))
+    text = expression.strip().replace("^", "**")
     if len(text) > _MAX_LENGTH:
         raise ValueError(f"the expression is longer than {_MAX_LENGTH} characters")
     try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
+        tree = ast.parse(_drop_thousands_separators(text), mode="eval")
+    except (SyntaxError, MemoryError, RecursionError):
         raise ValueError(f"{expression!r} is not a valid arithmetic expression") from None
-    value = _evaluate(tree.body)
+    value = _evaluate(tree.body, 0)
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         value = int(value)
     return str(value)
 
 
-def _evaluate(node: ast.AST) -> Any:
+def _drop_thousands_separators(text: str) -> str:
+    """Remove the commas that group digits, outside the parentheses of a call.
+
+    A parenthesis opened right after a name is a call's (its commas separate
+    arguments); any other parenthesis only groups, so "(2,340 + 1)" is 2341 while
+    "max(10,250,3)" is max(10, 250, 3).
+    """
+    if "," not in text:
+        return text
+    out: list[str] = []
+    calls: list[bool] = []  # for each open parenthesis: is it a call's?
+    start = 0
+    for index, char in enumerate(text):
+        if char == "(":
+            before = text[:index].rstrip()
+            calls.append(bool(before) and (before[-1].isalnum() or before[-1] == "_"))
+        elif char == ")":
+            if calls:
+                calls.pop()
+        elif char == "," and not (calls and calls[-1]) and _GROUP.match(text, index):
+            out.append(text[start:index])
+            start = index + 1
+    out.append(text[start:])
+    return "".join(out)
+
+
+def _evaluate(node: ast.AST, depth: int) -> Any:
+    if depth > _MAX_DEPTH:
+        raise ValueError(f"the expression is nested more than {_MAX_DEPTH} levels deep")
+    depth += 1
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         if isinstance(node.value, bool):
             raise ValueError("booleans are not numbers here")
-        return node.value
+        return _checked(node.value)
     if isinstance(node, ast.Name) and node.id in _CONSTANTS:
         return _CONSTANTS[node.id]
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _evaluate(node.left), _evaluate(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
-            raise ValueError(f"exponents above {_MAX_EXPONENT} are not allowed")
-        try:
-            return _BINARY[type(node.op)](left, right)
-        except ZeroDivisionError:
-            raise ValueError("division by zero") from None
+        left, right = _evaluate(node.left, depth), _evaluate(node.right, depth)
+        _check_binary(node.op, left, right)
+        return _apply(_BINARY[type(node.op)], left, right)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_evaluate(node.operand))
+        return _UNARY[type(node.op)](_evaluate(node.operand, depth))
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id in _FUNCTIONS
         and not node.keywords
     ):
-        args = [_evaluate(arg) for arg in node.args]
-        if node.func.id == "factorial" and args and args[0] > _MAX_FACTORIAL:
-            raise ValueError(f"factorial is limited to {_MAX_FACTORIAL}")
-        return _FUNCTIONS[node.func.id](*args)
-    name = type(node).__name__
+        name = node.func.id
+        args = [_evaluate(arg, depth) for arg in node.args]
+        _check_call(name, args)
+        return _apply(_FUNCTIONS[name], *args, name=name)
+    if isinstance(node, ast.Tuple):
+        raise ValueError(
+            "a comma outside a function call: write numbers without separators"
+            " (2340) or group digits by three (2,340)"
+        )
+    what = type(node).__name__
     if isinstance(node, ast.Name):
-        name = f"the name {node.id!r}"
-    raise ValueError(f"{name} is not allowed in an arithmetic expression")
+        what = f"the name {node.id!r}"
+    raise ValueError(f"{what} is not allowed in an arithmetic expression")
+
+
+def _check_binary(op: ast.operator, left: Any, right: Any) -> None:
+    """Refuse an operation whose integer result would pass the limit, before it runs."""
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return  # floats overflow (an error) instead of growing
+    # Products, sums and quotients of bounded integers are quick, and checked after;
+    # only a power can grow past any bound in one step.
+    growing = isinstance(op, ast.Pow) and right > 0 and left not in (0, 1, -1)
+    if growing and right * max(left.bit_length() - 1, 1) > _MAX_BITS:
+        raise _Number(f"the result would have more than {_MAX_DIGITS} digits")
+
+
+def _check_call(name: str, args: list[Any]) -> None:
+    first = args[0] if args else 0
+    if name == "factorial" and isinstance(first, (int, float)) and first > _MAX_FACTORIAL:
+        raise _Number(f"factorial is limited to {_MAX_FACTORIAL}")
+    places = args[1] if len(args) == 2 else 0
+    if name == "round" and isinstance(places, int) and abs(places) > _MAX_ROUND_DIGITS:
+        raise _Number(f"round keeps at most {_MAX_ROUND_DIGITS} digits")
+
+
+def _apply(function: Callable[..., Any], *args: Any, name: str | None = None) -> Any:
+    try:
+        return _checked(function(*args))
+    except ZeroDivisionError:
+        raise ValueError("division by zero") from None
+    except OverflowError:
+        raise _Number("the result is too large for a number") from None
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, _Number):
+            raise
+        where = f"{name}(): " if name else ""
+        raise ValueError(f"{where}{exc}") from None
+
+
+def _checked(value: Any) -> Any:
+    if isinstance(value, complex):
+        raise _Number("the result is not a real number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _Number("the result is too large for a number")
+    if isinstance(value, int) and value.bit_length() > _MAX_BITS + 1:
+        raise _Number(f"the result would have more than {_MAX_DIGITS} digits")
+    return value
 
 
 @hookimpl
