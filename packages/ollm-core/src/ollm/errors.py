@@ -7,7 +7,7 @@ The same code travels in the ``error`` event of a chat, so the two views never d
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 __all__ = [
     "BadResponseError",
@@ -22,8 +22,10 @@ __all__ = [
     "PluginError",
     "ProviderError",
     "ProviderNotFoundError",
+    "RateLimitedError",
     "RequestTimeoutError",
     "StreamInterruptedError",
+    "TLSError",
     "TokenLimitError",
     "ToolArgumentsError",
     "ToolExecutionError",
@@ -60,6 +62,8 @@ class ErrorCode:
     FORMAT_ERROR = "FORMAT_ERROR"
     TOOLSET_FAILED = "TOOLSET_FAILED"
     INTERNAL_ERROR = "INTERNAL_ERROR"
+    TLS_ERROR = "TLS_ERROR"
+    RATE_LIMITED = "RATE_LIMITED"
 
 
 class OllmError(Exception):
@@ -131,6 +135,25 @@ class StreamInterruptedError(OllmError):
     """The reply stream ended before the provider said it was done."""
 
     code = ErrorCode.STREAM_INTERRUPTED
+
+
+class TLSError(OllmError):
+    """A secure connection could not be set up: certificate, handshake, protocol."""
+
+    code = ErrorCode.TLS_ERROR
+
+
+class RateLimitedError(OllmError):
+    """The provider refused the request for now (HTTP 429), even after waiting and retrying.
+
+    ``retry_after`` is the wait the server asked for, in seconds, when it said one.
+    """
+
+    code = ErrorCode.RATE_LIMITED
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
 
 
 class ProviderError(OllmError):
@@ -217,6 +240,8 @@ _BY_CODE: dict[str, type[OllmError]] = {
         ToolsUnsupportedError,
         BadResponseError,
         StreamInterruptedError,
+        TLSError,
+        RateLimitedError,
         ProviderError,
         TokenLimitError,
         ProviderNotFoundError,

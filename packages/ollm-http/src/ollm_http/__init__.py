@@ -1,0 +1,45 @@
+"""ollm_http: the HTTP layer under ollm's providers.
+
+- ``HTTPClient`` and ``HTTPConfig``: one server, a connection pool per event loop,
+  requests whose failures are ``OllmError`` with stable codes, worded for the provider
+  (``ErrorContext``).
+- ``HTTPTransport``: the transport under it, for ``httpx.AsyncClient``: HTTP/1.1 parsed
+  by llhttp (httptools), pooled connections with a limit per server, plain and TLS,
+  on asyncio and trio.
+- ``Reply.lines()`` (NDJSON) and ``Reply.sse()`` (Server-Sent Events), bounded in
+  memory; ``LineSplitter`` and ``EventSplitter`` for bytes from elsewhere.
+- ``RetryPolicy``, ``with_retries`` and ``retry_after_seconds`` for servers that say
+  "not now" (HTTP 429).
+
+Nothing here is a plugin: providers import it.
+"""
+
+from ollm_http._client import HTTPClient, Reply
+from ollm_http._config import ErrorContext, HTTPConfig, Limits, Timeouts, check_header
+from ollm_http._errors import describe, error_from_exception
+from ollm_http._lines import EventSplitter, LineSplitter, LineTooLongError, ServerSentEvent
+from ollm_http._retry import NO_RETRY, RetryPolicy, retry_after_seconds, with_retries
+from ollm_http._transport import HTTPTransport
+from ollm_http._version import __version__
+
+__all__ = [
+    "NO_RETRY",
+    "ErrorContext",
+    "EventSplitter",
+    "HTTPClient",
+    "HTTPConfig",
+    "HTTPTransport",
+    "Limits",
+    "LineSplitter",
+    "LineTooLongError",
+    "Reply",
+    "RetryPolicy",
+    "ServerSentEvent",
+    "Timeouts",
+    "__version__",
+    "check_header",
+    "describe",
+    "error_from_exception",
+    "retry_after_seconds",
+    "with_retries",
+]

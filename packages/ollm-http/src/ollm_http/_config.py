@@ -1,0 +1,137 @@
+"""What a provider tells the HTTP layer: its server, timeouts, limits, and how to word errors."""
+
+from __future__ import annotations
+
+import base64
+import math
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from ollm.errors import InvalidRequestError
+
+__all__ = ["ErrorContext", "HTTPConfig", "Limits", "Timeouts", "check_header", "split_credentials"]
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Seconds allowed for each phase; ``math.inf`` (or ``None``) waits forever.
+
+    ``read`` is the longest silence while a reply streams, not the whole reply.
+    ``pool`` is how long a request waits for a free connection when the limit is
+    reached.
+    """
+
+    connect: float | None = 10.0
+    read: float | None = 300.0
+    write: float | None = 60.0
+    pool: float | None = 300.0
+
+    def as_httpx(self) -> dict[str, float | None]:
+        """The mapping httpx puts in ``request.extensions["timeout"]``."""
+        return {
+            "connect": _finite(self.connect),
+            "read": _finite(self.read),
+            "write": _finite(self.write),
+            "pool": _finite(self.pool),
+        }
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or math.isinf(value) else value
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Connections per server (host and port): at most ``max_connections`` at once,
+    further requests wait (up to the pool timeout); at most ``max_idle`` kept alive
+    between requests, each for ``keepalive_expiry`` seconds. ``max_line`` bounds one
+    NDJSON line or one SSE event, so an endless line fails fast in bounded memory.
+    """
+
+    max_connections: int = 100
+    max_idle: int = 20
+    keepalive_expiry: float = 5.0
+    max_line: int = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorContext:
+    """How failures are worded for one provider.
+
+    ``provider`` names the server's kind ("Ollama", "the OpenAI-compatible server"),
+    ``url_setting`` the variable or option that sets its address (``OLLAMA_HOST``),
+    ``start_hint`` the next step when nothing listens there ("Start it with: ollama
+    serve"), ``timeout_setting`` and ``connect_timeout_setting`` what raises the
+    timeouts. ``code_name`` goes into the errors' ``provider`` field.
+    """
+
+    provider: str = "the server"
+    code_name: str | None = None
+    url_setting: str | None = None
+    start_hint: str | None = None
+    timeout_setting: str | None = None
+    connect_timeout_setting: str | None = None
+    read_timeout_hint: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPConfig:
+    """One server: its base URL, default headers, timeouts, limits and TLS settings.
+
+    Credentials in ``base_url`` (``http://user:secret@host``) become an
+    ``Authorization: Basic`` header and leave the URL (so they are never logged).
+    ``verify`` is ``True`` (the system's and ``SSL_CERT_FILE``/``SSL_CERT_DIR``'s
+    authorities), ``False``, the path of a CA bundle, or an ``ssl.SSLContext``.
+    ``trust_env`` lets ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY``
+    apply; a proxied server is reached through httpx's own stack.
+    """
+
+    base_url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    limits: Limits = field(default_factory=Limits)
+    verify: bool | str | ssl.SSLContext = True
+    trust_env: bool = True
+    follow_redirects: bool = True
+    context: ErrorContext = field(default_factory=ErrorContext)
+
+    def __post_init__(self) -> None:
+        for name, value in self.headers.items():
+            check_header(name, value, self.context)
+
+
+_FORBIDDEN = frozenset("\r\n\0")
+
+
+def check_header(name: str, value: str, context: ErrorContext | None = None) -> None:
+    """Refuse a header whose name or value holds CR, LF or NUL, before anything is sent.
+
+    Such a header would end the line early on the wire: a second, forged header (even
+    a second ``Content-Length``).
+    """
+    if _FORBIDDEN.isdisjoint(name) and _FORBIDDEN.isdisjoint(value):
+        return
+    where = "name" if not _FORBIDDEN.isdisjoint(name) else "value"
+    raise InvalidRequestError(
+        f"The HTTP header {name!r} has a line break or NUL character in its {where}, "
+        "which would corrupt the request. Remove it from the headers you configured "
+        "(an API key or extra header copied with its newline, for example).",
+        provider=context.code_name if context else None,
+    )
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """``url`` without its ``user:password@``, and the Basic ``Authorization`` they make."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    user = unquote(parts.username or "")
+    password = unquote(parts.password or "")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    return urlunsplit(parts._replace(netloc=netloc)), f"Basic {token}"
