@@ -136,11 +136,10 @@ def error_from_exception(
             return ConnectionFailedError(
                 f"Cannot find the host of {url} ({detail}). {_setting(context)}", **common
             )
-        start = f" {context.start_hint}" if context.start_hint else ""
+        where = context.url_setting or "the address"
+        start = context.start_hint or f"Start it, or check {where}."
         return ConnectionFailedError(
-            f"{context.provider} is not running at {url} (nothing accepted the connection: "
-            f"{detail}).{start} {_setting(context)}",
-            **common,
+            f"{context.provider} is not running at {url}. {start}", **common
         )
     if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
         return InvalidRequestError(

@@ -106,7 +106,10 @@ class HTTPTransport(httpx.AsyncBaseTransport):
             status,
             headers=headers,
             stream=reply,
-            extensions={"http_version": f"HTTP/{version}".encode()},
+            extensions={
+                "http_version": f"HTTP/{version}".encode(),
+                "network_stream": _NetworkStream(connection),
+            },
             request=request,
         )
 
@@ -243,14 +246,13 @@ class _Body(httpx.AsyncByteStream):
             while True:
                 block = await connection.read_body(timeout)
                 if block is None:
-                    break
+                    return  # the connection is released by aclose(), not here
                 yield block
         except BaseException as exc:
             await self._finish(clean=False)
             if isinstance(exc, (TimeoutError, OSError, anyio.BrokenResourceError, BadHTTPError)):
                 raise _as_httpx(exc, connection, None) from exc
             raise
-        await self._finish(clean=True)
 
     async def _finish(self, *, clean: bool) -> None:
         if self._done:
@@ -262,8 +264,27 @@ class _Body(httpx.AsyncByteStream):
         )
 
     async def aclose(self) -> None:
-        """Closed before its end: the connection is closed too, never reused."""
+        """The reply is closed: its connection goes back to the pool if the reply was read
+        to a clean end, and is closed otherwise.
+
+        Only here, never when the last byte is read: until its reply is closed, its
+        reader may still act on the socket (an abort that shuts it, from any thread).
+        """
         await self._finish(clean=self._connection.complete)
+
+
+class _NetworkStream:
+    """``response.extensions["network_stream"]``: the socket, for an abort to shut."""
+
+    __slots__ = ("_connection",)
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "socket":
+            return self._connection.stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+        return None
 
 
 def _request_head(request: httpx.Request, body: bytes) -> bytes:

@@ -47,11 +47,11 @@ from ollm.types import (
     ToolCallEvent,
     Usage,
 )
+from ollm_http import LineSplitter
 from ollm_ollama._convert import build_chat_request, tool_call_from_chunk
-from ollm_ollama._errors import PROVIDER, describe_error_value, error_from_text
+from ollm_ollama._errors import PROVIDER, describe_error_value, error_from_text, excerpt
 from ollm_ollama._http import close_response
-from ollm_ollama._ndjson import LineSplitter, excerpt
-from ollm_ollama._wire import ChatChunk, encode
+from ollm_ollama._wire import MAX_LINE_BYTES, ChatChunk, encode
 
 if TYPE_CHECKING:
     from ollm_ollama._provider import OllamaProvider
@@ -108,7 +108,7 @@ async def stream_chat(
         provider._streaming(model)
         reads = _body_reader(response)
         unwatch = _abort_shuts_socket(response, abort)
-        splitter = LineSplitter()
+        splitter = LineSplitter(MAX_LINE_BYTES)
         while True:
             ended = False
             try:
@@ -126,7 +126,7 @@ async def stream_chat(
             if _fired(abort):  # by this task, between reads, or while data was buffered
                 yield FinishEvent("cancelled")
                 return
-            for line in [splitter.tail()] if ended else splitter.feed(data):
+            for line in [splitter.end() or b""] if ended else splitter.feed(data):
                 if not line:
                     continue
                 try:

@@ -8,30 +8,27 @@ are recognised by their text, because the runtime acts on them.
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import httpx
 import msgspec
 
 from ollm.errors import (
-    ConnectionFailedError,
     InvalidRequestError,
     ModelNotFoundError,
     OllmError,
     ProviderError,
     RequestTimeoutError,
-    StreamInterruptedError,
     ToolsUnsupportedError,
 )
-from ollm_ollama._config import ENV_CONNECT_TIMEOUT, ENV_TIMEOUT, OllamaConfig
+from ollm_ollama._config import OllamaConfig
 from ollm_ollama._wire import ErrorBody, decoder
 
 __all__ = [
     "PROVIDER",
-    "error_from_exception",
     "error_from_status",
     "error_from_text",
+    "excerpt",
     "server_message",
 ]
 
@@ -185,101 +182,9 @@ def error_from_status(
     )
 
 
-def error_from_exception(
-    exc: BaseException,
-    *,
-    config: OllamaConfig,
-    model: str | None = None,
-    streaming: bool = False,
-    read_timeout: float | None = None,
-) -> OllmError:
-    """The error for a failure of the connection itself (httpx's exceptions)."""
-    url = config.host
-    common: dict[str, Any] = {"provider": PROVIDER, "model": model}
-    detail = _detail(exc)
-    if isinstance(exc, httpx.ConnectTimeout):
-        return RequestTimeoutError(
-            f"Connecting to Ollama at {url} took longer than {config.connect_timeout:g} s. "
-            f"Check that the server is up and reachable, or raise {ENV_CONNECT_TIMEOUT}.",
-            **common,
-        )
-    if isinstance(exc, httpx.ReadTimeout):
-        seconds = read_timeout if read_timeout is not None else config.timeout
-        return RequestTimeoutError(
-            f"Ollama at {url} sent nothing for {seconds:g} s. Loading a large model for the "
-            f"first time can take minutes: raise the timeout ({ENV_TIMEOUT}=600, or "
-            "timeout=... when building the provider).",
-            **common,
-        )
-    if isinstance(exc, httpx.TimeoutException):
-        return RequestTimeoutError(
-            f"A request to Ollama at {url} timed out ({detail}). Try again, or raise "
-            f"{ENV_TIMEOUT}.",
-            **common,
-        )
-    if isinstance(exc, httpx.ProxyError):
-        return ConnectionFailedError(
-            f"The proxy between ollm and Ollama at {url} failed ({detail}). Check the "
-            "HTTP_PROXY, HTTPS_PROXY and NO_PROXY variables.",
-            **common,
-        )
-    if isinstance(exc, httpx.ConnectError):
-        if _is_name_resolution(exc):
-            return ConnectionFailedError(
-                f"Cannot find the Ollama host of {url} ({detail}). Check OLLAMA_HOST (or "
-                "host=...).",
-                **common,
-            )
-        return ConnectionFailedError(
-            f"Ollama is not running at {url}. Start it with: ollama serve", **common
-        )
-    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
-        return InvalidRequestError(
-            f"{url} is not a usable Ollama address ({detail}). Check OLLAMA_HOST (or host=...).",
-            **common,
-        )
-    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
-        if streaming:
-            return StreamInterruptedError(
-                f"The connection to Ollama at {url} broke before the reply was complete "
-                f"({detail}). Try again; if it keeps happening, check the server's log.",
-                **common,
-            )
-        return ConnectionFailedError(
-            f"Ollama at {url} closed the connection without answering ({detail}). Check "
-            "that it is an Ollama server and look at its log.",
-            **common,
-        )
-    return ProviderError(
-        f"Talking to Ollama at {url} failed: {detail}. Try again; if it keeps happening, "
-        "check the server.",
-        **common,
-    )
-
-
-def _detail(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-_NAME_ERRORS = (
-    "name or service not known",
-    "nodename nor servname",
-    "temporary failure in name resolution",
-    "getaddrinfo failed",
-    "no address associated",
-)
-
-
-def _is_name_resolution(exc: BaseException) -> bool:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, socket.gaierror):
-            return True
-        text = str(current).lower()
-        if any(marker in text for marker in _NAME_ERRORS):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+def excerpt(data: bytes, limit: int = 200) -> str:
+    """Up to ``limit`` characters of ``data`` for an error message, quoted."""
+    text = data[: limit * 4].decode("utf-8", "replace")
+    if len(text) > limit:
+        return repr(text[:limit]) + "..."
+    return repr(text)

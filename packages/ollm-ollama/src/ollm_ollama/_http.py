@@ -1,9 +1,8 @@
-"""The connection pool of one provider, and requests that fail with ollm's errors.
+"""The requests of one provider, on ollm-http, failing with ollm's errors.
 
-One ``httpx.AsyncClient`` per provider, built on first use and closed by ``aclose``.
-A pool belongs to the event loop that opened its connections, so a provider used from
-a new loop (a second ``anyio.run``, another test) gets a fresh pool instead of dead
-connections. Proxies from the environment never apply to a server on this machine.
+``ollm_http.HTTPClient`` holds the pool (one per event loop, ollm's llhttp transport,
+or httpx's own stack with ``OLLM_OLLAMA_HTTP=httpx`` or behind a proxy); this adds
+Ollama's routes, its JSON and the wording of its errors.
 """
 
 from __future__ import annotations
@@ -13,16 +12,14 @@ import math
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 import httpx
 import msgspec
 
 from ollm import __version__ as ollm_version
 from ollm.errors import BadResponseError, OllmError
-from ollm_ollama._config import OllamaConfig
-from ollm_ollama._errors import error_from_exception, error_from_status
-from ollm_ollama._ndjson import excerpt
-from ollm_ollama._transport import PlainHTTPTransport
+from ollm_http import ErrorContext, HTTPClient, HTTPConfig, Limits, Timeouts
+from ollm_ollama._config import ENV_CONNECT_TIMEOUT, ENV_HOST, ENV_TIMEOUT, OllamaConfig
+from ollm_ollama._errors import PROVIDER, error_from_status, excerpt
 from ollm_ollama._version import __version__
 from ollm_ollama._wire import decoder
 
@@ -32,6 +29,19 @@ log = logging.getLogger(__name__)
 
 # Streams ask for no compression: a proxy that gzips NDJSON holds lines back.
 STREAM_HEADERS = {"Accept": "application/x-ndjson", "Accept-Encoding": "identity"}
+
+CONTEXT = ErrorContext(
+    provider="Ollama",
+    code_name=PROVIDER,
+    url_setting=f"{ENV_HOST} (or host=...)",
+    start_hint="Start it with: ollama serve",
+    timeout_setting=ENV_TIMEOUT,
+    connect_timeout_setting=ENV_CONNECT_TIMEOUT,
+    read_timeout_hint=(
+        f"loading a large model for the first time can take minutes: raise the timeout "
+        f"({ENV_TIMEOUT}=600, or timeout=... when building the provider)"
+    ),
+)
 
 
 def _seconds(value: float) -> float | None:
@@ -45,10 +55,6 @@ class OllamaHTTP:
         self, config: OllamaConfig, transport: httpx.AsyncBaseTransport | None = None
     ) -> None:
         self.config = config
-        self._transport = transport
-        self._client: httpx.AsyncClient | None = None
-        self._loop: object = None
-        self._urls: dict[str, httpx.URL] = {}
         self.timeout = httpx.Timeout(
             connect=_seconds(config.connect_timeout),
             read=_seconds(config.timeout),
@@ -59,6 +65,29 @@ class OllamaHTTP:
         self.short_timeout = httpx.Timeout(
             connect=_seconds(config.connect_timeout), read=short, write=short, pool=short
         )
+        self._http = HTTPClient(
+            HTTPConfig(
+                config.host,
+                headers={
+                    "User-Agent": f"ollm/{ollm_version} ollm-ollama/{__version__}",
+                    "Content-Type": "application/json",
+                    "Accept": "application/json",
+                    **config.headers,
+                },
+                timeouts=Timeouts(
+                    connect=config.connect_timeout,
+                    read=config.timeout,
+                    write=config.timeout,
+                    pool=config.timeout,
+                ),
+                limits=Limits(),
+                # A local server needs no proxy.
+                trust_env=not config.loopback,
+                context=CONTEXT,
+            ),
+            stack="httpx" if config.http == "httpx" else "builtin",
+            transport=transport,
+        )
 
     @property
     def url(self) -> str:
@@ -67,64 +96,11 @@ class OllamaHTTP:
 
     def client(self) -> httpx.AsyncClient:
         """The pool for the running event loop."""
-        loop = anyio.lowlevel.current_token().native_token
-        client = self._client
-        if client is None or loop is not self._loop:
-            if client is not None:
-                log.debug("the event loop changed: opening a new connection pool")
-            client = self._client = self._build()
-            self._loop = loop
-        return client
-
-    def _build(self) -> httpx.AsyncClient:
-        config = self.config
-        headers = {
-            "User-Agent": f"ollm/{ollm_version} ollm-ollama/{__version__}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            **config.headers,
-        }
-        transport = self._transport
-        if transport is None and self._builtin_applies():
-            transport = PlainHTTPTransport()
-        return httpx.AsyncClient(
-            base_url=config.host,
-            headers=headers,
-            timeout=self.timeout,
-            transport=transport,
-            # An injected transport is the whole network; a local server needs no proxy.
-            trust_env=transport is None and not config.loopback,
-            follow_redirects=True,
-        )
-
-    def _builtin_applies(self) -> bool:
-        """ollm's transport serves plain http with no proxy; httpx does the rest."""
-        config = self.config
-        if config.http != "builtin" or not config.host.startswith("http://"):
-            return False
-        if config.loopback:
-            return True
-        import urllib.request
-
-        host = httpx.URL(config.host).host
-        proxies = urllib.request.getproxies()
-        proxied = bool(proxies.get("http") or proxies.get("all"))
-        return not proxied or bool(urllib.request.proxy_bypass(host))
+        return self._http.client()
 
     async def aclose(self) -> None:
-        """Close the pool (a later request opens a new one).
-
-        A pool opened by an event loop that has ended cannot be closed from another
-        one (its connections belong to the old loop): it is dropped instead.
-        """
-        client, self._client = self._client, None
-        loop, self._loop = self._loop, None
-        if client is None:
-            return
-        if loop is not anyio.lowlevel.current_token().native_token:
-            log.debug("dropping a connection pool whose event loop has ended")
-            return
-        await client.aclose()
+        """Close the pool (a later request opens a new one)."""
+        await self._http.aclose()
 
     async def send(
         self,
@@ -138,20 +114,16 @@ class OllamaHTTP:
     ) -> httpx.Response:
         """Send a request; a status of 400 or more raises the matching ``OllmError``."""
         client = self.client()
-        url = self._urls.get(path)
-        if url is None:
-            # Parsed once per route: httpx would parse and join it on every request.
-            url = self._urls[path] = httpx.URL(self.config.host + path)
         request = client.build_request(
             method,
-            url,
+            self._http.url(path),
             content=body,
             headers=STREAM_HEADERS if stream else None,
             timeout=timeout if timeout is not None else self.timeout,
         )
         try:
             response = await client.send(request, stream=stream)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, OSError, ImportError) as exc:
             raise self.error(exc, model=model, timeout=timeout) from None
         if response.status_code >= 400:
             try:
@@ -206,15 +178,15 @@ class OllamaHTTP:
         streaming: bool = False,
         timeout: httpx.Timeout | None = None,
     ) -> OllmError:
-        """The ``OllmError`` for an exception of httpx."""
+        """The ``OllmError`` for an exception of httpx (``ollm_http``'s mapping)."""
         read = (timeout or self.timeout).read
-        return error_from_exception(
-            exc,
-            config=self.config,
-            model=model,
-            streaming=streaming,
-            read_timeout=read if read is not None else math.inf,
+        timeouts = Timeouts(
+            connect=self.config.connect_timeout,
+            read=read if read is not None else math.inf,
+            write=self.config.timeout,
+            pool=self.config.timeout,
         )
+        return self._http.error(exc, model=model, streaming=streaming, timeouts=timeouts)
 
 
 async def close_response(response: httpx.Response) -> None:

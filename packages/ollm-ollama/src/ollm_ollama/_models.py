@@ -25,11 +25,12 @@ from ollm.errors import (
     StreamInterruptedError,
 )
 from ollm.types import ModelInfo, PullProgress, RunningModel
+from ollm_http import LineSplitter
 from ollm_ollama._convert import capabilities_from, parse_parameters
-from ollm_ollama._errors import PROVIDER, describe_error_value
+from ollm_ollama._errors import PROVIDER, describe_error_value, excerpt
 from ollm_ollama._http import OllamaHTTP, close_response
-from ollm_ollama._ndjson import LineSplitter, excerpt
 from ollm_ollama._wire import (
+    MAX_LINE_BYTES,
     ModelDetails,
     PsResponse,
     PullLine,
@@ -292,7 +293,7 @@ async def stream_pull(http: OllamaHTTP, name: str) -> AsyncGenerator[PullProgres
         "POST", "/api/pull", body=body, model=name, stream=True, timeout=timeout
     )
     decode = decoder(PullLine).decode
-    splitter = LineSplitter()
+    splitter = LineSplitter(MAX_LINE_BYTES)
     succeeded = False
     try:
         reads = response.aiter_bytes()
@@ -304,7 +305,7 @@ async def stream_pull(http: OllamaHTTP, name: str) -> AsyncGenerator[PullProgres
                 raise http.error(exc, model=name, streaming=True, timeout=timeout) from None
             if data is None:
                 ended = True
-                lines = [splitter.tail()]
+                lines = [splitter.end() or b""]
             else:
                 lines = splitter.feed(data)
             for line in lines:

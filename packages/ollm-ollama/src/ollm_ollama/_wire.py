@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "ChatChunk",
     "ChatRequest",
     "ChunkFunction",
@@ -38,6 +39,9 @@ __all__ = [
     "decoder",
     "encode",
 ]
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A line longer than this is not Ollama talking (the stream is refused)."""
 
 # -- requests (and history messages, both ways) ----------------------------------------
 
