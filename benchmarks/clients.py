@@ -46,7 +46,13 @@ class Ollm(Client):
         from ollm_ollama import OllamaProvider
 
         self.ollm = ollm
-        self.provider = OllamaProvider(url, http=self.http, environ={})
+        transport = None
+        if self.http == "legacy":
+            from legacy_transport import PlainHTTPTransport
+
+            transport = PlainHTTPTransport()
+        http = "builtin" if self.http == "legacy" else self.http
+        self.provider = OllamaProvider(url, http=http, transport=transport, environ={})
         self.client = ollm.ChatClient(ollm.Registries(), provider=self.provider)
 
     async def stream(self, model: str, on_first: OnFirst = None) -> int:
@@ -176,6 +182,7 @@ class LangchainOllama(Client):
 ASYNC_CLIENTS: dict[str, Callable[[], Client]] = {
     "ollm": Ollm,
     "ollm-httpx": lambda: Ollm(http="httpx"),
+    "ollm-legacy": lambda: Ollm(http="legacy"),
     "raw-httpx": RawHttpx,
     "ollama": OllamaAsync,
     "litellm": Litellm,

@@ -73,6 +73,13 @@ def throughput(url: str, quick: bool) -> dict[str, Any]:
         ("ollm", "ollm", "asyncio", big, repeats),
         ("ollm (trio)", "ollm", "trio", big, repeats),
         ("ollm on httpx's own stack", "ollm-httpx", "asyncio", big, repeats),
+        (
+            "ollm on the hand-written transport ollm-http replaced",
+            "ollm-legacy",
+            "asyncio",
+            big,
+            repeats,
+        ),
         ("raw httpx + msgspec (aiter_lines)", "raw-httpx", "asyncio", big, repeats),
         ("ollama AsyncClient", "ollama", "asyncio", big, repeats),
         ("ollama Client (sync)", "ollama-sync", "asyncio", big, repeats),
@@ -152,6 +159,27 @@ def startup(quick: bool) -> dict[str, Any]:
     return {name: spread(values) for name, values in times.items()}
 
 
+def whole_process(url: str, quick: bool) -> dict[str, Any]:
+    """`ollm chat` as a program against the official client as a program, same reply."""
+    chunks = 40_000 if quick else 200_000
+    runs = 2 if quick else 5
+    model = f"bench-{chunks}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OLLM_", "OLLAMA_"))}
+    env["OLLAMA_HOST"] = url
+    env["OLLM_LOGS"] = "off"
+    commands = {
+        "ollm chat": [str(BIN / "ollm"), "chat", "-m", model, "go"],
+        "ollama AsyncClient program": [PY, str(HERE / "ollama_process.py"), url, model],
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, command in commands.items():
+            started = time.perf_counter()
+            subprocess.run(command, stdout=subprocess.DEVNULL, env=env, check=True)
+            times[name].append(time.perf_counter() - started)
+    return {"chunks": chunks, **{name: spread(values) for name, values in times.items()}}
+
+
 def runtime_and_tools(quick: bool) -> dict[str, Any]:
     sys.path.insert(0, str(HERE))
     import bench_runtime
@@ -204,6 +232,7 @@ def main() -> None:
             ("ttft", ttft),
             ("memory", memory),
             ("concurrency", concurrency),
+            ("process", whole_process),
         ):
             print(f"{name}...", file=sys.stderr, flush=True)
             results[name] = step(server.url, args.quick)

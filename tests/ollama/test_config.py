@@ -198,3 +198,33 @@ async def test_proxies_from_the_environment_apply_to_remote_hosts(
     async with OllamaProvider("ollama.example", environ={}) as provider:
         assert await provider.version() == "via-proxy"
     assert raw_server.requests[-1].target == "http://ollama.example:11434/api/version"
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("localhost:99999", "port must be a number from 1 to 65535"),
+        ("127.0.0.1:0", "port must be a number from 1 to 65535"),
+        ("http://", "no host name"),
+        ("https:///", "no host name"),
+        ("ftp://example.com", "scheme 'ftp'"),
+    ],
+)
+def test_a_bad_ollama_host_names_the_variable_and_the_value(raw: str, reason: str) -> None:
+    with pytest.raises(ollm.InvalidRequestError) as caught:
+        OllamaProvider(environ={"OLLAMA_HOST": raw})
+    message = str(caught.value)
+    assert message.startswith(f"OLLAMA_HOST={raw!r} is not a valid Ollama host: ")
+    assert reason in message
+    assert ".." not in message
+    with pytest.raises(ollm.InvalidRequestError, match=r"^host="):
+        OllamaProvider(raw, environ={})
+
+
+def test_credentials_in_ollama_host_become_basic_auth_and_leave_the_url() -> None:
+    provider = OllamaProvider(environ={"OLLAMA_HOST": "https://alice:s%40cret@ollama.example:443"})
+    assert provider.host == "https://ollama.example:443"
+    # base64("alice:s@cret")
+    assert provider.config.headers["Authorization"] == "Basic YWxpY2U6c0BjcmV0"
+    keyed = OllamaProvider(environ={"OLLAMA_HOST": "http://alice:pw@h:1", "OLLAMA_API_KEY": "sk-1"})
+    assert keyed.config.headers["Authorization"] == "Bearer sk-1"  # an explicit key wins

@@ -5,13 +5,14 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from socket_bridge import SocketBridge
 
 import ollm
 from ollm_ollama import (
@@ -165,6 +166,33 @@ def _transport(
     return httpx.MockTransport(handle)
 
 
+@pytest.fixture(scope="module")
+def bridge() -> Iterator[SocketBridge]:
+    """One real server for the module's examples (each sets its handler)."""
+    server = SocketBridge()
+    yield server
+    server.close()
+
+
+@pytest.fixture(params=["mock", "socket"])
+def serve(
+    request: pytest.FixtureRequest, bridge: SocketBridge
+) -> Callable[[httpx.MockTransport], OllamaProvider]:
+    """A provider for a server given as a MockTransport: in memory, or over a real socket
+    through ollm-http's production stack (llhttp, the pool)."""
+
+    def make(transport: httpx.MockTransport) -> OllamaProvider:
+        if request.param == "mock":
+            return OllamaProvider(HOST, transport=transport, environ={})
+        bridge.handler = transport.handler  # type: ignore[attr-defined]
+        return OllamaProvider(bridge.url, environ={})
+
+    return make
+
+
+Serve = Callable[[httpx.MockTransport], OllamaProvider]
+
+
 def _streamed(lines: list[bytes], cuts: list[int]) -> httpx.Response:
     data = b"".join(lines)
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
@@ -220,7 +248,7 @@ def _expected_events(chunks: list[dict[str, Any]]) -> list[Any]:
     cuts=st.lists(st.integers(0, 10**6), max_size=6),
 )
 async def test_property_10_chat_stream_is_an_async_iterable_of_provider_events(
-    chunks: list[dict[str, Any]], fault: str, status: int, cuts: list[int]
+    serve: Serve, chunks: list[dict[str, Any]], fault: str, status: int, cuts: list[int]
 ) -> None:
     """Property 10: whatever the server does, one terminal event, last, and nothing else."""
     lines = [json.dumps(line).encode() + b"\n" for line in chunks]
@@ -236,7 +264,7 @@ async def test_property_10_chat_stream_is_an_async_iterable_of_provider_events(
             return httpx.Response(status, json={"error": "it failed"})
         return _streamed(lines, cuts)
 
-    async with OllamaProvider(HOST, transport=_transport(chat), environ={}) as provider:
+    async with serve(_transport(chat)) as provider:
         events = await _events(provider, ollm.ProviderRequest("m", (ollm.Message.user("hi"),)))
     assert events
     assert all(isinstance(e, PROVIDER_EVENTS) for e in events)
@@ -247,7 +275,7 @@ async def test_property_10_chat_stream_is_an_async_iterable_of_provider_events(
 
 @given(request=requests, prompt_tokens=st.integers(1, 10**6), grown=st.lists(messages, max_size=3))
 async def test_property_11_counts_are_positive_and_management_is_complete(
-    request: ollm.ProviderRequest, prompt_tokens: int, grown: list[ollm.Message]
+    serve: Serve, request: ollm.ProviderRequest, prompt_tokens: int, grown: list[ollm.Message]
 ) -> None:
     """Property 11: a positive count, anchored or not; list, pull, delete, show together."""
     done = {"message": {"content": "ok"}, "done": True, "prompt_eval_count": prompt_tokens}
@@ -255,7 +283,7 @@ async def test_property_11_counts_are_positive_and_management_is_complete(
     def chat(http_request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=json.dumps(done).encode())
 
-    async with OllamaProvider(HOST, transport=_transport(chat), environ={}) as provider:
+    async with serve(_transport(chat)) as provider:
         before = await provider.count_tokens(request)
         assert isinstance(before, int)
         assert before >= 1
@@ -311,7 +339,7 @@ _OPTION_NAMES = {
 
 @given(request=requests)
 async def test_property_14_the_body_has_model_messages_and_options_in_ollamas_format(
-    request: ollm.ProviderRequest,
+    serve: Serve, request: ollm.ProviderRequest
 ) -> None:
     """Property 14: model, messages and options as Ollama reads them, stream always sent."""
     bodies: list[dict[str, Any]] = []
@@ -320,7 +348,7 @@ async def test_property_14_the_body_has_model_messages_and_options_in_ollamas_fo
         bodies.append(json.loads(http_request.content))
         return httpx.Response(200, content=b'{"done":true}')
 
-    async with OllamaProvider(HOST, transport=_transport(chat), environ={}) as provider:
+    async with serve(_transport(chat)) as provider:
         events = await _events(provider, request)
     assert isinstance(events[-1], ollm.FinishEvent), events
     (body,) = bodies
@@ -356,12 +384,12 @@ async def test_property_14_the_body_has_model_messages_and_options_in_ollamas_fo
 
 @given(chunks=reply_chunks(), cuts=st.lists(st.integers(0, 10**6), max_size=8))
 async def test_property_15_every_chunk_becomes_the_matching_events(
-    chunks: list[dict[str, Any]], cuts: list[int]
+    serve: Serve, chunks: list[dict[str, Any]], cuts: list[int]
 ) -> None:
     """Property 15: text, thinking and every call of every chunk (the last one too), in order."""
     lines = [json.dumps(line).encode() + b"\n" for line in chunks]
     transport = _transport(lambda request: _streamed(lines, cuts))
-    async with OllamaProvider(HOST, transport=transport, environ={}) as provider:
+    async with serve(transport) as provider:
         events = await _events(provider, ollm.ProviderRequest("m", (ollm.Message.user("hi"),)))
     events = [e for e in events if not isinstance(e, ollm.NoticeEvent)]
     expected = _expected_events(chunks)

@@ -7,9 +7,10 @@ without answering), ``HANG`` (say nothing), or ``(bytes, CLOSE)``.
 
 from __future__ import annotations
 
+import inspect
 import re
 import ssl
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -20,7 +21,11 @@ from anyio.streams.tls import TLSListener
 CLOSE = "close"
 HANG = "hang"
 
-Answer = bytes | str | tuple[bytes, str] | Callable[[bytes], bytes]
+Handler = Callable[[bytes, anyio.abc.ByteStream], Awaitable[None]]
+"""An answer that writes for itself (``async def answer(request, stream)``), for replies
+that must wait for the test between their parts."""
+
+Answer = bytes | str | tuple[bytes, str] | Callable[[bytes], bytes] | Handler
 
 
 @dataclass
@@ -85,6 +90,9 @@ async def raw_server(
                         return
                     server.requests.append(request)
                     answer = queue.pop(0) if queue else CLOSE
+                    if inspect.iscoroutinefunction(answer):
+                        await answer(request, stream)
+                        continue
                     if callable(answer):
                         answer = answer(request)
                     close = False

@@ -7,6 +7,7 @@ provider is built, never at import), then the defaults.
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import math
 import urllib.parse
@@ -50,7 +51,7 @@ KeepAlive = float | int | str
 """Seconds as a number (negative: keep loaded forever), or a Go duration (``"10m"``)."""
 
 
-def parse_host(host: str | None) -> str:
+def parse_host(host: str | None, *, source: str = "host") -> str:
     """The base URL for ``host``, read as the official Python client reads ``OLLAMA_HOST``.
 
     ``None`` or ``""`` give ``http://127.0.0.1:11434``; a bare host or ``:port`` gets
@@ -58,7 +59,13 @@ def parse_host(host: str | None) -> str:
     without its slashes. Unlike that client, and like the ``ollama`` command line, an
     unspecified bind address (``0.0.0.0``, ``::``) becomes loopback (``127.0.0.1``,
     ``[::1]``): a server listens there, a client cannot connect there on every system.
-    A bare IPv6 address (``::1``) is accepted as if it were in brackets.
+    A bare IPv6 address (``::1``) is accepted as if it were in brackets. Credentials
+    (``user:secret@``) are left out of the URL: ``host_authorization`` turns them into
+    a header, so they never appear in a message or a log.
+
+    A port outside 1-65535 (``localhost:99999``, ``:0``) or a scheme with no host
+    (``http://``) is an ``InvalidRequestError`` naming ``source`` (``OLLAMA_HOST`` when
+    the value came from there) and the value.
     """
     raw = (host or "").strip()
     port = DEFAULT_PORT
@@ -69,16 +76,24 @@ def parse_host(host: str | None) -> str:
         port = 80
     elif scheme == "https":
         port = 443
-    hostport = _bracket_bare_ipv6(hostport)
+    else:
+        raise _bad_host(host, source, f"the scheme {scheme!r} is not http or https")
+    if sep and not hostport.strip("/"):
+        raise _bad_host(host, source, "it has no host name after the scheme")
+    hostport = _bracket_bare_ipv6(_without_userinfo(hostport))
     try:
         split = urllib.parse.urlsplit(f"{scheme}://{hostport}")
         hostname = split.hostname or "127.0.0.1"
-        port = split.port or port
+        given_port = split.port
     except ValueError as exc:
-        raise InvalidRequestError(
-            f"{host!r} is not a valid Ollama host ({exc}). Use a form such as "
-            f"127.0.0.1:11434, http://example.com:11434 or https://example.com."
-        ) from None
+        reason = (
+            "the port must be a number from 1 to 65535" if "port" in str(exc).lower() else str(exc)
+        )
+        raise _bad_host(host, source, reason) from None
+    if given_port is not None:
+        if given_port == 0:
+            raise _bad_host(host, source, "the port must be a number from 1 to 65535")
+        port = given_port
     try:
         address = ipaddress.ip_address(hostname)
     except ValueError:
@@ -92,6 +107,34 @@ def parse_host(host: str | None) -> str:
     if path:
         return f"{scheme}://{hostname}:{port}/{path}"
     return f"{scheme}://{hostname}:{port}"
+
+
+def _bad_host(host: str | None, source: str, reason: str) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"{source}={host!r} is not a valid Ollama host: {reason}. Use a form such as "
+        "127.0.0.1:11434, http://example.com:11434 or https://example.com.",
+        provider="ollama",
+    )
+
+
+def _without_userinfo(hostport: str) -> str:
+    authority, slash, rest = hostport.partition("/")
+    if "@" in authority:
+        authority = authority.rpartition("@")[2]
+    return authority + slash + rest
+
+
+def host_authorization(host: str | None) -> str | None:
+    """The ``Authorization: Basic`` value for credentials in ``host``, if it has any."""
+    raw = (host or "").strip()
+    authority = raw.partition("://")[2] if "://" in raw else raw
+    authority = authority.partition("/")[0]
+    if "@" not in authority:
+        return None
+    userinfo = authority.rpartition("@")[0]
+    user, _, password = userinfo.partition(":")
+    pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+    return "Basic " + base64.b64encode(pair.encode()).decode("ascii")
 
 
 def _bracket_bare_ipv6(hostport: str) -> str:
@@ -182,14 +225,19 @@ class OllamaConfig:
         environ: Mapping[str, str],
     ) -> OllamaConfig:
         """Explicit arguments, then ``environ``, then the defaults."""
+        source = "host"
         if host is None:
             host = environ.get(ENV_HOST) or None
+            source = ENV_HOST
         all_headers = dict(headers or {})
         api_key = (environ.get(ENV_API_KEY) or "").strip()
         if api_key and not any(k.lower() == "authorization" for k in all_headers):
             all_headers["Authorization"] = f"Bearer {api_key}"
+        basic = host_authorization(host)
+        if basic and not any(k.lower() == "authorization" for k in all_headers):
+            all_headers["Authorization"] = basic
         return cls(
-            host=parse_host(host),
+            host=parse_host(host, source=source),
             timeout=_seconds(timeout, environ, ENV_TIMEOUT, DEFAULT_TIMEOUT, "timeout"),
             connect_timeout=_seconds(
                 connect_timeout,
