@@ -131,7 +131,8 @@ async def stream_chat(
                     continue
                 try:
                     chunk = _decode_chunk(line)
-                except msgspec.DecodeError as exc:
+                except (msgspec.DecodeError, RecursionError) as exc:
+                    # msgspec refuses JSON nested about 1,000 deep with a RecursionError.
                     if line.isspace():
                         continue
                     yield _bad_line(provider, model, line, exc)
@@ -305,11 +306,10 @@ def _stream_error(provider: OllamaProvider, model: str, value: object) -> ErrorE
     return ErrorEvent(error.message, error.code)
 
 
-def _bad_line(
-    provider: OllamaProvider, model: str, line: bytes, exc: msgspec.DecodeError
-) -> ErrorEvent:
+def _bad_line(provider: OllamaProvider, model: str, line: bytes, exc: Exception) -> ErrorEvent:
+    reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
     return ErrorEvent(
-        f"Ollama at {provider.config.host} sent a line that is not a chat chunk ({exc}) "
+        f"Ollama at {provider.config.host} sent a line that is not a chat chunk ({reason}) "
         f"in the reply from {model!r}: {excerpt(line)}. Check that the address is an "
         "Ollama server, not a proxy's page.",
         ErrorCode.BAD_RESPONSE,

@@ -203,7 +203,7 @@ def _arguments_from_text(name: str, text: str) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         value = None
     if isinstance(value, dict):
         return value
@@ -338,7 +338,7 @@ def parse_parameters(text: str | None) -> list[tuple[str, str]]:
         if len(value) >= 2 and value[0] == value[-1] == '"':
             try:
                 value = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):
                 value = value[1:-1]
         pairs.append((key, value))
     return pairs

@@ -252,12 +252,29 @@ _encoder = msgspec.json.Encoder()
 encode = _encoder.encode
 """Encode a request struct to JSON bytes."""
 
-_decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+class _Decoder:
+    """msgspec's decoder for one type, where JSON nested too deeply (which msgspec
+    refuses with a ``RecursionError``) is a ``msgspec.DecodeError`` like any bad JSON."""
+
+    __slots__ = ("_decode",)
+
+    def __init__(self, kind: type[Any]) -> None:
+        self._decode = msgspec.json.Decoder(kind).decode
+
+    def decode(self, data: bytes | str) -> Any:
+        try:
+            return self._decode(data)
+        except RecursionError:
+            raise msgspec.DecodeError("JSON nested too deeply") from None
 
 
-def decoder(kind: type[Any]) -> msgspec.json.Decoder[Any]:
+_decoders: dict[type[Any], _Decoder] = {}
+
+
+def decoder(kind: type[Any]) -> _Decoder:
     """The one shared decoder for ``kind`` (built on first use)."""
     found = _decoders.get(kind)
     if found is None:
-        found = _decoders[kind] = msgspec.json.Decoder(kind)
+        found = _decoders[kind] = _Decoder(kind)
     return found

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -87,12 +87,13 @@ class ChatStream:
     ``cancelled``.
     """
 
-    __slots__ = ("_iterator", "_run", "signal")
+    __slots__ = ("_iterator", "_run", "_step", "signal")
 
     def __init__(self, run: ChatRun) -> None:
         self._run = run
         self.signal = run.abort
-        self._iterator: AsyncIterator[ChatEvent] | None = None
+        self._iterator: AsyncGenerator[ChatEvent, None] | None = None
+        self._step: Callable[[], Awaitable[ChatEvent]] | None = None
 
     @property
     def conversation(self) -> Conversation:
@@ -103,21 +104,31 @@ class ChatStream:
         """Stop the chat (thread-safe)."""
         self.signal.abort(reason)
 
-    def __aiter__(self) -> AsyncIterator[ChatEvent]:
-        # The generator itself, so that `async for` adds no layer of its own.
-        if self._iterator is None:
-            self._iterator = self._run.events()
-        return self._iterator
+    def __aiter__(self) -> ChatStream:
+        return self
 
-    async def __anext__(self) -> ChatEvent:
-        return await self.__aiter__().__anext__()
+    def __anext__(self) -> Awaitable[ChatEvent]:
+        # Not `async def`: the generator's own awaitable, with no frame of ours per event.
+        step = self._step
+        if step is None:
+            self._iterator = self._run.events()
+            step = self._step = self._iterator.__anext__
+        return step()
+
+    def __del__(self) -> None:
+        # Left without closing (`break`, or the stream dropped): settle the history now,
+        # not when the event loop gets round to closing the generator.
+        iterator = self._iterator
+        frame = getattr(iterator, "ag_frame", None)  # None once the generator has ended
+        if frame is not None:
+            # The turn's partial text is a local of the suspended generator (see events()).
+            text = frame.f_locals.get("text", "")
+            self._run.detach(text if isinstance(text, str) else "")
 
     async def aclose(self) -> None:
         """Stop the chat and release its connection (the history stays valid)."""
         if self._iterator is not None:
-            aclose = getattr(self._iterator, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await self._iterator.aclose()
 
     async def __aenter__(self) -> ChatStream:
         return self

@@ -24,11 +24,11 @@ class Conversation:
     One chat at a time may run on a conversation.
     """
 
-    __slots__ = ("_busy", "_messages")
+    __slots__ = ("_holder", "_messages")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._messages: list[Message] = list(messages)
-        self._busy = False
+        self._holder: object = None  # the chat running on it, if any
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -38,7 +38,7 @@ class Conversation:
     @property
     def busy(self) -> bool:
         """Whether a chat is running on this conversation."""
-        return self._busy
+        return self._holder is not None
 
     def append(self, message: Message) -> None:
         """Add a message at the end."""
@@ -69,15 +69,18 @@ class Conversation:
         """A conversation saved with ``to_json``."""
         return cls(_decoder.decode(data))
 
-    def _acquire(self) -> None:
+    def _acquire(self, holder: object) -> None:
         self._check_idle()
-        self._busy = True
+        self._holder = holder
 
-    def _release(self) -> None:
-        self._busy = False
+    def _release(self, holder: object) -> None:
+        # Only by the chat that holds it: a chat stopped early is released when it is
+        # left, and its generator, closed later, must not release the next chat's hold.
+        if self._holder is holder:
+            self._holder = None
 
     def _check_idle(self) -> None:
-        if self._busy:
+        if self._holder is not None:
             raise ConversationBusyError(
                 "This conversation already has a chat in progress. Wait for it to finish, "
                 "or use another conversation (conversation.fork())."

@@ -12,7 +12,7 @@ iterating, cancel, or drop the iterator at any point.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, cast
 
 import anyio
@@ -30,6 +30,7 @@ from ollm.runtime.toolsets import ToolsetSessions
 from ollm.runtime.turn import Turn
 from ollm.tools.tool import Tool
 from ollm.types.abort import AbortSignal
+from ollm.types.depth import MAX_JSON_DEPTH
 from ollm.types.events import (
     ChatEvent,
     ErrorEvent,
@@ -86,10 +87,32 @@ class ChatRun:
         self._turn: Turn | None = None
         self._stream: AsyncIterator[ProviderEvent] | None = None
         self._toolsets: ToolsetSessions | None = None
+        self._settled = False
 
-    async def events(self) -> AsyncIterator[ChatEvent]:
+    def detach(self, text: str) -> None:
+        """The caller left the chat without closing it (``break``, a dropped stream).
+
+        Called at once, synchronously, when the chat's stream is let go, so the next
+        chat on the conversation can start right away: the partial reply (``text``, what
+        streamed of the current turn) goes into the history marked incomplete, unfinished
+        tool calls get a result saying so, the chat is aborted and the conversation
+        released. The generator itself is closed later by the event loop (its provider
+        stream and toolsets closed then); it leaves the history alone.
+        """
+        if self._settled:
+            return
+        self._settled = True
+        self.abort.abort("the chat was left")
+        turn = self._turn
+        if turn is not None:
+            if text:
+                turn.text = text
+            turn.abandon("the chat was stopped")
+        self.conversation._release(self)
+
+    async def events(self) -> AsyncGenerator[ChatEvent, None]:
         """Run the chat, yielding its events; the last one is always a ``FinishEvent``."""
-        self.conversation._acquire()
+        self.conversation._acquire(self)
         text = ""  # the streaming turn's text (see the hot loop below)
         try:
             if self.prompt is not None:
@@ -182,15 +205,18 @@ class ChatRun:
                 yield FinishEvent("error", self.usage)
         finally:
             # Reached on every exit: the end, an early break by the caller, a cancel
-            # scope around the iteration, or the iterator being garbage-collected.
-            if self._turn is not None:
-                if text:
-                    self._turn.text = text  # what streamed before the chat was stopped
-                self._turn.abandon("the chat was cancelled")
+            # scope around the iteration, or the iterator being garbage-collected
+            # (then ``detach`` has already settled the history).
+            if not self._settled:
+                self._settled = True
+                if self._turn is not None:
+                    if text:
+                        self._turn.text = text  # what streamed before the chat was stopped
+                    self._turn.abandon("the chat was cancelled")
             await self._close_stream()
             if self._toolsets is not None:
                 await self._toolsets.aclose()  # the toolsets given to this chat alone
-            self.conversation._release()
+            self.conversation._release(self)
 
     _pending: tuple[ChatEvent, ...] = ()
     _retry_turn = False
@@ -337,6 +363,14 @@ class ChatRun:
                 # A strategy's review may produce calls the stream never showed.
                 yield ToolCallStartEvent(call, turn.number)
         preset: dict[str, ToolOutcome] = {}
+        for call in calls:
+            if call.id in turn.too_deep:
+                preset[call.id] = refused_outcome(
+                    call,
+                    f"its arguments were nested more than {MAX_JSON_DEPTH} levels deep. Send "
+                    "a flatter JSON object.",
+                    ErrorCode.INVALID_ARGUMENTS,
+                )
         if review is not None:
             for call in calls:
                 if call.id in review.results:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.tool_runner import ToolOutcome, cancelled_outcome
+from ollm.types.depth import nests_deeper_than
 from ollm.types.events import ErrorEvent, FinishReason, ToolCallResultEvent, Usage
 from ollm.types.messages import Message, ToolCall
 from ollm.types.request import ProviderRequest
@@ -34,6 +35,7 @@ class Turn:
         "request",
         "text",
         "thinking_parts",
+        "too_deep",
         "usage",
     )
 
@@ -51,13 +53,25 @@ class Turn:
         self.error: ErrorEvent | None = None
         self.committed = False
         self._ids: set[str] = set()
+        self.too_deep: set[str] = set()
 
     def add_call(self, call: ToolCall) -> ToolCall:
-        """Queue a call; give it an id if it has none or repeats one of this turn."""
-        if not call.id or call.id in self._ids:
+        """Queue a call; give it an id if it has none or repeats one of this turn.
+
+        Arguments nested deeper than ``MAX_JSON_DEPTH`` are dropped from the call (the
+        history must stay encodable) and its id goes into ``too_deep``: the call is
+        answered with an argument error instead of running.
+        """
+        renumber = not call.id or call.id in self._ids
+        deep = nests_deeper_than(call.args)
+        if renumber or deep:
             call = ToolCall(
-                id=f"call_{self.number}_{len(self.calls)}", name=call.name, args=call.args
+                id=f"call_{self.number}_{len(self.calls)}" if renumber else call.id,
+                name=call.name,
+                args={} if deep else call.args,
             )
+        if deep:
+            self.too_deep.add(call.id)
         self._ids.add(call.id)
         self.calls.append(call)
         return call

@@ -15,6 +15,7 @@ from ollm.errors import InvalidToolError, ToolArgumentsError
 from ollm.tools.docstrings import parse_docstring
 from ollm.tools.schema import inline_refs, read_signature
 from ollm.types.abort import AbortSignal
+from ollm.types.depth import MAX_JSON_DEPTH, nests_deeper_than
 from ollm.types.messages import ToolCall
 from ollm.types.request import ToolSchema
 
@@ -181,6 +182,11 @@ class Tool:
             raise ToolArgumentsError(
                 f"Arguments for tool {self.name!r} must be a JSON object, "
                 f"not {type(args).__name__}. {self._expected()}"
+            )
+        if nests_deeper_than(dict(args)):
+            raise ToolArgumentsError(
+                f"Invalid arguments for tool {self.name!r}: they are nested more than "
+                f"{MAX_JSON_DEPTH} levels deep. Send a flatter JSON object. {self._expected()}"
             )
         if self._args_type is None:
             missing = [k for k in self.parameters.get("required", ()) if k not in args]

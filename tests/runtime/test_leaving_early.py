@@ -1,0 +1,109 @@
+"""Leaving a chat early: the next chat on the same client works at once.
+
+``break`` out of the loop, ``aclose()`` of the stream, or a stream simply dropped: the
+partial reply is already in the history, marked incomplete, when the next chat starts,
+and the provider's stream is closed soon after.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import anyio
+import pytest
+from runtime_helpers import assert_history_valid, client
+
+import ollm
+from ollm_testutils.mock import Reply, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+
+def shape(conversation: ollm.Conversation) -> list[tuple[str, str, bool]]:
+    return [(m.role, m.text, m.incomplete) for m in conversation.messages]
+
+
+def provider() -> ScriptedProvider:
+    return ScriptedProvider(Reply(["par", "tial", " rest"], delay=0.01), Reply("next"))
+
+
+async def test_break_then_chat_again_at_once() -> None:
+    scripted = provider()
+    chat_client = client(scripted)
+    async for event in chat_client.chat("one"):
+        if isinstance(event, ollm.TextEvent) and event.text == "tial":
+            break
+    assert shape(chat_client.conversation)[-1] == ("assistant", "partial", True)
+    result = await chat_client.run("two")
+    assert result.text == "next"
+    assert shape(chat_client.conversation) == [
+        ("user", "one", False),
+        ("assistant", "partial", True),
+        ("user", "two", False),
+        ("assistant", "next", False),
+    ]
+    assert_history_valid(chat_client.conversation)
+    await anyio.sleep(0.05)  # the loop closes the left generator
+    assert scripted.open_streams == 0
+
+
+async def test_aclose_then_chat_again() -> None:
+    scripted = provider()
+    chat_client = client(scripted)
+    stream = chat_client.chat("one")
+    async for event in stream:
+        if isinstance(event, ollm.TextEvent):
+            break
+    await stream.aclose()
+    assert shape(chat_client.conversation)[-1] == ("assistant", "par", True)
+    assert (await chat_client.run("two")).text == "next"
+    assert scripted.open_streams == 0
+
+
+async def test_a_stream_dropped_mid_chat_is_settled_when_collected() -> None:
+    scripted = provider()
+    chat_client = client(scripted)
+    stream = chat_client.chat("one")
+    first = await stream.__anext__()
+    while not isinstance(first, ollm.TextEvent):
+        first = await stream.__anext__()
+    del stream
+    gc.collect()
+    assert not chat_client.conversation.busy
+    assert shape(chat_client.conversation)[-1] == ("assistant", "par", True)
+    assert (await chat_client.run("two")).text == "next"
+
+
+async def test_a_chat_still_running_keeps_the_conversation() -> None:
+    """Leaving early frees the conversation; running concurrently still does not."""
+    chat_client = client(provider())
+    stream = chat_client.chat("one")
+    await stream.__anext__()
+    with pytest.raises(ollm.ConversationBusyError):
+        await chat_client.run("two")
+    await stream.aclose()
+    assert (await chat_client.run("three")).text == "next"
+
+
+async def test_a_chat_that_never_started_holds_nothing() -> None:
+    chat_client = client(provider())
+    stream = chat_client.chat("one")
+    del stream
+    gc.collect()
+    assert (await chat_client.run("two")).text == "partial rest"
+
+
+async def test_the_left_chat_closing_later_never_frees_the_next_chats_hold() -> None:
+    scripted = ScriptedProvider(
+        Reply(["a", "b"], delay=0.01), Reply(["c", "d"], delay=0.01), Reply("e")
+    )
+    chat_client = client(scripted)
+    async for _event in chat_client.chat("one"):
+        break
+    second = chat_client.chat("two")
+    await second.__anext__()
+    await anyio.sleep(0.05)  # the loop closes the first chat's generator meanwhile
+    assert chat_client.conversation.busy
+    with pytest.raises(ollm.ConversationBusyError):
+        await chat_client.run("three")
+    await second.aclose()
