@@ -48,7 +48,9 @@ def ollm_providers() -> Sequence[ProviderSpec | ProviderAdapter]:  # type: ignor
     runs the first time the provider is used, so discovery never builds an HTTP client
     or touches the network. ``default=True`` asks to be the default provider when the
     user has not chosen one (the Ollama provider does). A ready provider object is
-    accepted too. Names must be unique across plugins; a clash skips the later plugin.
+    accepted too. When plugins offer the same name, ollm's own keep theirs, then the first
+    by entry-point name, unless ``OLLM_PROVIDER_<NAME>=<plugin>`` chooses; only the
+    clashing item is skipped (see ``ollm.plugins.loader``).
 
     Example::
 

@@ -38,6 +38,8 @@ def run_plugins(args: argparse.Namespace, terminal: Terminal) -> int:
             parts = [f"{kind}: {', '.join(names)}" for kind, names in record.contributes.items()]
             if parts:
                 line += f"  ({'; '.join(parts)})"
+            for note in record.skipped:
+                line += f"\n{'':{width}}  {note}"
         elif record.status == "failed":
             line += f"  failed at {record.phase}: {record.error}"
         elif record.status == "blocked":

@@ -9,13 +9,27 @@ distribution, version, phase, error) and skips that plugin alone:
 
 A plugin's contributions enter the registries only when all its hooks succeeded, so
 nothing is half-registered. Discovery does no network I/O: providers are factories.
+
+Name clashes are decided by a fixed rule, never by alphabetical luck:
+
+- names compare without case (``Ollama`` and ``ollama`` clash);
+- ollm's own distributions (``FIRST_PARTY``) load first, so their names cannot be taken
+  by a third-party plugin, whatever it is called; other plugins load by entry-point name;
+- the first to register a name keeps it, unless the user chooses another plugin for it:
+  ``OLLM_PROVIDER_<NAME>=<plugin>`` or ``OLLM_TOOL_<NAME>=<plugin>`` (the name in upper
+  case, other characters as ``_``);
+- only the clashing item is skipped: the rest of that plugin loads, and its record in
+  ``ollm plugins`` names the item, the plugin and distribution that kept it, and the
+  variable that would choose this one instead. Under ``OLLM_STRICT_PLUGINS=1`` a clash
+  is a ``PluginError``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -35,9 +49,27 @@ from ollm.types.specs import (
     ToolsetSpec,
 )
 
-__all__ = ["ENTRY_POINT_GROUP", "build_plugin_manager", "discover"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "FIRST_PARTY",
+    "build_plugin_manager",
+    "choice_variable",
+    "discover",
+]
 
 ENTRY_POINT_GROUP = "ollm.plugins"
+FIRST_PARTY = frozenset(
+    {
+        "ollm-core",
+        "ollm-ollama",
+        "ollm-react",
+        "ollm-testutils",
+        "ollm-mcp",
+        "ollm-openai",
+        "ollm-gemini",
+    }
+)
+"""ollm's own distributions: their plugins load first, so their names are theirs."""
 HOOKS = (
     "ollm_providers",
     "ollm_tools",
@@ -100,7 +132,7 @@ def discover(
 
     found = _entry_points() if entry_points is None else list(entry_points)
     seen: set[str] = {c.name for c in candidates}
-    for ep in sorted(found, key=lambda e: e.name):
+    for ep in sorted(found, key=_load_order):
         dist = getattr(ep, "dist", None)
         record: dict[str, Any] = {
             "module": ep.value,
@@ -120,9 +152,24 @@ def discover(
             continue
         candidates.append(candidate)
 
+    owners: dict[tuple[str, str], tuple[str, str]] = {}
     for candidate in candidates:
-        _load(candidate, manager, registries, settings)
+        _load(candidate, manager, registries, settings, owners)
     return registries
+
+
+def _load_order(ep: metadata.EntryPoint) -> tuple[int, str]:
+    dist = getattr(getattr(ep, "dist", None), "name", None) or ""
+    return (0 if _canonical(dist) in FIRST_PARTY else 1, ep.name)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def choice_variable(kind: str, name: str) -> str:
+    """The variable that chooses which plugin provides ``name``: ``OLLM_PROVIDER_OLLAMA``."""
+    return f"OLLM_{kind.upper()}_{re.sub(r'[^A-Z0-9]', '_', name.upper())}"
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
@@ -139,6 +186,7 @@ def _load(
     manager: pluggy.PluginManager,
     registries: Registries,
     settings: PluginSettings,
+    owners: dict[tuple[str, str], tuple[str, str]],
 ) -> None:
     plugin = candidate.plugin
     if candidate.entry_point is not None:
@@ -169,11 +217,10 @@ def _load(
             manager.unregister(plugin)
             _fail(registries, settings, candidate, hook, _describe(exc))
             return
-    try:
-        _check_names(contribution, registries)
-    except ValueError as exc:
+    skipped = _settle_clashes(contribution, registries, candidate, settings, owners)
+    if skipped and settings.strict:
         manager.unregister(plugin)
-        _fail(registries, settings, candidate, "register", str(exc))
+        _fail(registries, settings, candidate, "register", "; ".join(skipped))
         return
     _commit(contribution, registries, candidate.name)
     registries.plugins.append(
@@ -181,6 +228,7 @@ def _load(
             name=candidate.name,
             status="loaded",
             contributes=_summary(contribution),
+            skipped=tuple(skipped),
             **candidate.record,
         )
     )
@@ -244,32 +292,90 @@ def _expect(item: object, kind: type[Any], hook: str) -> Any:
     return item
 
 
-def _check_names(contribution: _Contribution, registries: Registries) -> None:
-    for spec in contribution.providers:
-        if spec.name in registries.providers:
-            raise ValueError(f"provider {spec.name!r} is already provided by another plugin")
-    for tool in contribution.tools:
-        if tool.name in registries.tools:
-            raise ValueError(f"tool {tool.name!r} is already provided by another plugin")
-    for strategy in contribution.strategies:
-        if strategy.name in registries.strategies or strategy.name == "native":
-            raise ValueError(f"tool strategy {strategy.name!r} is already registered")
-    for toolset in contribution.toolsets:
-        if toolset.name in registries.toolsets:
-            raise ValueError(f"toolset kind {toolset.name!r} is already provided by another plugin")
+def _settle_clashes(
+    contribution: _Contribution,
+    registries: Registries,
+    candidate: _Candidate,
+    settings: PluginSettings,
+    owners: dict[tuple[str, str], tuple[str, str]],
+) -> list[str]:
+    """Drop from ``contribution`` each item whose name is taken (see the module's rule).
+
+    Returns one message per dropped item. An item the user chose for this plugin
+    replaces the one already registered.
+    """
+    me = (candidate.name, _origin(candidate.record))
+    skipped: list[str] = []
+
+    def keep(kind: str, name: str, taken: Callable[[str], bool]) -> bool:
+        key = (kind, name.lower())
+        variable = choice_variable(kind, name)
+        chosen = settings.choices.get(variable)
+        owner = owners.get(key)
+        if owner is None and taken(name):
+            owner = ("the application", "registered by hand")
+        if chosen is not None and chosen != candidate.name:
+            skipped.append(
+                f"{kind} {name!r} skipped: {variable}={chosen} chooses another plugin for it"
+            )
+            return False
+        if owner is not None and chosen != candidate.name:
+            first = " (ollm's own)" if _canonical(owner[1].split(" ")[0]) in FIRST_PARTY else ""
+            skipped.append(
+                f"{kind} {name!r} skipped: plugin {owner[0]!r} ({owner[1]}){first} provides "
+                f"it already; to use this plugin's instead, set {variable}={candidate.name}"
+            )
+            return False
+        owners[key] = me
+        return True
+
+    providers = {n.lower(): n for n in registries.providers.list()}
+    tools = {n.lower(): n for n in registries.tools.list()}
+    contribution.providers = [
+        s
+        for s in contribution.providers
+        if keep("provider", s.name, lambda n: n.lower() in providers)
+    ]
+    contribution.tools = [
+        t for t in contribution.tools if keep("tool", t.name, lambda n: n.lower() in tools)
+    ]
+    contribution.toolsets = [
+        t
+        for t in contribution.toolsets
+        if keep("toolset", t.name, lambda n: n in registries.toolsets)
+    ]
+    contribution.strategies = [
+        s
+        for s in contribution.strategies
+        if keep("strategy", s.name, lambda n: n in registries.strategies or n == "native")
+    ]
+    return skipped
+
+
+def _origin(record: dict[str, Any]) -> str:
+    if record.get("distribution"):
+        return f"{record['distribution']} {record.get('version') or ''}".strip()
+    return "registered by hand"
 
 
 def _commit(contribution: _Contribution, registries: Registries, plugin: str) -> None:
+    # An item the user chose over one already registered replaces it (same name, any case).
+    providers = {n.lower(): n for n in registries.providers.list()}
     for spec in contribution.providers:
+        if spec.name.lower() in providers:
+            registries.providers.unregister(providers[spec.name.lower()])
         registries.providers.register(spec)
+    tools = {n.lower(): n for n in registries.tools.list()}
     for tool in contribution.tools:
+        if tool.name.lower() in tools:
+            registries.tools.unregister(tools[tool.name.lower()])
         registries.tools.register(tool, pack=plugin)
     for counter in contribution.token_counters:
         registries.token_counters.register(counter)
     for strategy in contribution.strategies:
-        registries.strategies.register(strategy)
+        registries.strategies.register(strategy, replace=True)
     for toolset in contribution.toolsets:
-        registries.toolsets.register(toolset)
+        registries.toolsets.register(toolset, replace=True)
 
 
 def _summary(contribution: _Contribution) -> dict[str, list[str]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = [
     "ENV_ALLOW",
@@ -19,6 +19,7 @@ ENV_DISABLE_AUTOLOAD = "OLLM_DISABLE_PLUGIN_AUTOLOAD"
 ENV_STRICT = "OLLM_STRICT_PLUGINS"
 
 _TRUE = frozenset(("1", "true", "yes", "on"))
+_CHOICE_PREFIXES = ("OLLM_PROVIDER_", "OLLM_TOOL_", "OLLM_TOOLSET_", "OLLM_STRATEGY_")
 
 
 @dataclass(frozen=True)
@@ -30,13 +31,18 @@ class PluginSettings:
     - ``autoload``: ``False`` loads no entry point at all, only plugins passed by hand
       (``OLLM_DISABLE_PLUGIN_AUTOLOAD=1``);
     - ``strict``: the first failure raises ``PluginError`` instead of being recorded
-      and skipped, for plugin authors and CI (``OLLM_STRICT_PLUGINS=1``).
+      and skipped, for plugin authors and CI (``OLLM_STRICT_PLUGINS=1``);
+    - ``choices``: which plugin provides a name several offer
+      (``OLLM_PROVIDER_OLLAMA=myplugin``, ``OLLM_TOOL_CALCULATE=mytools``).
     """
 
     allow: frozenset[str] | None = None
     block: frozenset[str] = frozenset()
     autoload: bool = True
     strict: bool = False
+    choices: Mapping[str, str] = field(default_factory=dict)
+    """``OLLM_PROVIDER_<NAME>`` / ``OLLM_TOOL_<NAME>`` (and toolset, strategy): which
+    plugin provides a name that several plugins offer."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PluginSettings:
@@ -47,6 +53,11 @@ class PluginSettings:
             block=_names(environ.get(ENV_BLOCK, "")),
             autoload=environ.get(ENV_DISABLE_AUTOLOAD, "").strip().lower() not in _TRUE,
             strict=environ.get(ENV_STRICT, "").strip().lower() in _TRUE,
+            choices={
+                key: value.strip()
+                for key, value in environ.items()
+                if key.startswith(_CHOICE_PREFIXES) and value.strip()
+            },
         )
 
     def admits(self, name: str) -> bool:

@@ -81,7 +81,8 @@ class PluginRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     """How loading one plugin went, for ``ollm plugins`` and for plugin authors.
 
     ``phase`` says where a failure happened: ``import``, ``register`` or the name of
-    the hook that raised (``ollm_tools``...).
+    the hook that raised (``ollm_tools``...). ``skipped`` lists the items of a loaded
+    plugin that were left out because another plugin has their name (and why).
     """
 
     name: str
@@ -93,3 +94,4 @@ class PluginRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     phase: str | None = None
     error: str | None = None
     contributes: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    skipped: tuple[str, ...] = ()
