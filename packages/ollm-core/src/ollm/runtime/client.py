@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -87,13 +88,12 @@ class ChatStream:
     ``cancelled``.
     """
 
-    __slots__ = ("_iterator", "_run", "_step", "signal")
+    __slots__ = ("_iterator", "_run", "signal")
 
     def __init__(self, run: ChatRun) -> None:
         self._run = run
         self.signal = run.abort
         self._iterator: AsyncGenerator[ChatEvent, None] | None = None
-        self._step: Callable[[], Awaitable[ChatEvent]] | None = None
 
     @property
     def conversation(self) -> Conversation:
@@ -104,26 +104,15 @@ class ChatStream:
         """Stop the chat (thread-safe)."""
         self.signal.abort(reason)
 
-    def __aiter__(self) -> ChatStream:
-        return self
-
-    def __anext__(self) -> Awaitable[ChatEvent]:
-        # Not `async def`: the generator's own awaitable, with no frame of ours per event.
-        step = self._step
-        if step is None:
+    def __aiter__(self) -> AsyncIterator[ChatEvent]:
+        # The generator itself, so that `async for` adds no layer of its own.
+        if self._iterator is None:
             self._iterator = self._run.events()
-            step = self._step = self._iterator.__anext__
-        return step()
+            _settle_when_left(self._iterator, self._run)
+        return self._iterator
 
-    def __del__(self) -> None:
-        # Left without closing (`break`, or the stream dropped): settle the history now,
-        # not when the event loop gets round to closing the generator.
-        iterator = self._iterator
-        frame = getattr(iterator, "ag_frame", None)  # None once the generator has ended
-        if frame is not None:
-            # The turn's partial text is a local of the suspended generator (see events()).
-            text = frame.f_locals.get("text", "")
-            self._run.detach(text if isinstance(text, str) else "")
+    async def __anext__(self) -> ChatEvent:
+        return await self.__aiter__().__anext__()
 
     async def aclose(self) -> None:
         """Stop the chat and release its connection (the history stays valid)."""
@@ -140,6 +129,39 @@ class ChatStream:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _settle_when_left(generator: AsyncGenerator[ChatEvent, None], run: ChatRun) -> None:
+    """Settle the chat the moment its generator is let go without being closed.
+
+    After ``break`` (or when a stream is dropped), the event loop closes the generator
+    later, in a task of its own; until then the conversation would stay busy and the
+    partial reply out of the history. The loop learns of a generator through the
+    thread's async-generator hooks when it is first advanced; this gives this one a
+    finalizer that first settles the chat synchronously (``ChatRun.detach``) and then
+    hands the generator to the loop's own finalizer, as usual. It costs nothing per
+    event. Outside an event loop (no hooks), nothing changes.
+    """
+    firstiter, finalizer = sys.get_asyncgen_hooks()
+    if finalizer is None:
+        return
+
+    def finalize(left: AsyncGenerator[Any, None]) -> None:
+        try:
+            frame = getattr(left, "ag_frame", None)
+            if frame is not None:
+                # The turn's partial text is a local of the suspended generator.
+                text = frame.f_locals.get("text", "")
+                run.detach(text if isinstance(text, str) else "")
+        finally:
+            finalizer(left)
+
+    sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=finalize)
+    try:
+        # Creating the first step (not running it) is what reads the hooks.
+        generator.__anext__().close()
+    finally:
+        sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=finalizer)
 
 
 class ChatClient:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -188,8 +188,13 @@ class _Steps:
 
     def __init__(self, stream: ChatStream) -> None:
         self._stream = stream
-        self._iterator = stream.__aiter__()
+        self._iterator: AsyncIterator[ChatEvent] | None = None
         self._lock: anyio.Lock | None = None
+
+    def _events(self) -> AsyncIterator[ChatEvent]:
+        if self._iterator is None:  # on the loop's thread, so the loop knows the generator
+            self._iterator = self._stream.__aiter__()
+        return self._iterator
 
     def _guard(self) -> anyio.Lock:
         if self._lock is None:  # made on the loop: every step runs there
@@ -199,7 +204,7 @@ class _Steps:
     async def next(self) -> ChatEvent | None:
         async with self._guard():
             try:
-                return await self._iterator.__anext__()
+                return await self._events().__anext__()
             except StopAsyncIteration:
                 return None
 
@@ -211,7 +216,7 @@ class _Steps:
             if interrupted:
                 with anyio.move_on_after(CLOSE_TIMEOUT):
                     try:
-                        async for _ in self._iterator:
+                        async for _ in self._events():
                             pass
                     except Exception:  # the chat's own failure: it ended, recorded
                         pass
