@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import msgspec
 import pytest
@@ -52,6 +53,55 @@ def test_property_30_every_message_has_a_valid_role_and_a_part(message: ollm.Mes
     assert len(message.parts) >= 1
     decoded = msgspec.json.decode(msgspec.json.encode(message), type=ollm.Message)
     assert decoded == message
+
+
+def _valid(
+    role: str, parts: list[Any], name: str | None, call_id: str | None, calls: list[Any]
+) -> bool:
+    """Property 30 (with 31), written independently of ``Message``'s own checks."""
+    if role not in ("system", "user", "assistant", "tool") or not parts:
+        return False
+    if role == "tool" and not (name and call_id):
+        return False
+    return not (calls and role != "assistant")
+
+
+@given(
+    st.sampled_from(["system", "user", "assistant", "tool", "robot", "", "USER"]),
+    st.lists(st.sampled_from([ollm.TextPart("x"), ollm.TextPart("")]), max_size=2),
+    st.none() | st.sampled_from(["", "calc"]),
+    st.none() | st.sampled_from(["", "call_1"]),
+    st.lists(tool_calls, max_size=2),
+    st.booleans(),
+)
+def test_property_30_no_message_without_a_valid_role_and_a_part_can_exist(
+    role: str,
+    parts: list[Any],
+    name: str | None,
+    call_id: str | None,
+    calls: list[Any],
+    from_json: bool,
+) -> None:
+    """Property 30, tried with what must be refused too: built directly or decoded from JSON,
+    a message exists only if it is valid."""
+    fields = {
+        "role": role,
+        "parts": tuple(parts),
+        "name": name,
+        "tool_call_id": call_id,
+        "tool_calls": tuple(calls),
+    }
+    try:
+        if from_json:
+            message = msgspec.json.decode(msgspec.json.encode(fields), type=ollm.Message)
+        else:
+            message = ollm.Message(**fields)  # type: ignore[arg-type]
+    except (ValueError, msgspec.ValidationError):
+        assert not _valid(role, parts, name, call_id, calls)
+        return
+    assert _valid(role, parts, name, call_id, calls)
+    assert message.role in ollm.ROLES
+    assert len(message.parts) >= 1
 
 
 @given(tool_calls, st.text(max_size=30), st.booleans())

@@ -301,8 +301,42 @@ async def test_property_11_counts_are_positive_and_management_is_complete(
         assert isinstance(after, int)
         assert after >= prompt_tokens
     assert isinstance(provider, ollm.ModelManagement)
-    for method in ("list_models", "pull_model", "stream_pull", "delete_model", "show_model"):
-        assert callable(getattr(provider, method))
+
+
+@given(
+    names=st.lists(
+        st.sampled_from(["qwen3", "gemma3:4b", "phi4", "mistral:7b"]),
+        min_size=1,
+        max_size=3,
+        unique=True,
+    )
+)
+async def test_property_11_list_pull_show_and_delete_work_together(
+    anyio_backend: str, names: list[str]
+) -> None:
+    """Property 11: pulled models are listed and shown; deleted ones are gone from both."""
+    from ollm_testutils import FakeOllamaServer
+
+    async with FakeOllamaServer(models=False) as server:
+        for name in names:
+            server.add_model(name, local=False)
+        async with OllamaProvider(server.url, environ={}) as provider:
+            assert await provider.list_models() == []
+            for name in names:
+                await provider.pull_model(name)
+            listed = {m.name for m in await provider.list_models()}
+            assert listed == {_full(n) for n in names}
+            for name in names:
+                assert (await provider.show_model(name)).name in (name, _full(name))
+            await provider.delete_model(names[0])
+            listed = {m.name for m in await provider.list_models()}
+            assert listed == {_full(n) for n in names[1:]}
+            with pytest.raises(ollm.ModelNotFoundError):
+                await provider.show_model(names[0])
+
+
+def _full(name: str) -> str:
+    return name if ":" in name else f"{name}:latest"
 
 
 @given(message=messages)

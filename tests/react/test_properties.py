@@ -316,12 +316,29 @@ def test_random_text_never_makes_the_parser_raise(
         assert parsed.detail
 
 
+def _scan(chunks: list[str]) -> tuple[list[tuple[str, str]], str | None]:
+    """What a scanner shows for these chunks, merged by kind, and where it stopped."""
+    scanner = StreamScanner()
+    shown: list[tuple[str, str]] = []
+    for chunk in chunks:
+        shown.extend(scanner.feed(chunk))
+    shown.extend(scanner.end())
+    merged: list[tuple[str, str]] = []
+    for kind, piece in shown:
+        if merged and merged[-1][0] == kind:
+            merged[-1] = (kind, merged[-1][1] + piece)
+        elif piece:
+            merged.append((kind, piece))
+    return merged, scanner.stop
+
+
 @given(text=st.text() | reply_texts, cuts=st.lists(st.integers(0, 200), max_size=8))
 def test_random_chunks_never_make_the_scanner_raise(text: str, cuts: list[int]) -> None:
-    scanner = StreamScanner()
-    for chunk in _chunks(text, cuts):
-        scanner.feed(chunk)
-    scanner.end()
+    """Never raises, and however the reply is split, shows the same and stops the same."""
+    whole = _scan([text])
+    assert _scan(_chunks(text, cuts)) == whole
+    shown = "".join(piece for _, piece in whole[0])
+    assert len(shown) <= len(text)
 
 
 def _chunks(text: str, cuts: list[int]) -> list[str]:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import gc
 
-import anyio
 import pytest
-from runtime_helpers import assert_history_valid, client
+from runtime_helpers import assert_history_valid, client, settle
 
 import ollm
 from ollm_testutils.mock import Reply, ScriptedProvider
@@ -43,8 +42,7 @@ async def test_break_then_chat_again_at_once() -> None:
         ("assistant", "next", False),
     ]
     assert_history_valid(chat_client.conversation)
-    await anyio.sleep(0.05)  # the loop closes the left generator
-    assert scripted.open_streams == 0
+    await settle(lambda: scripted.open_streams == 0)  # the loop closes the left generator
 
 
 async def test_aclose_then_chat_again() -> None:
@@ -102,7 +100,7 @@ async def test_the_left_chat_closing_later_never_frees_the_next_chats_hold() -> 
         break
     second = chat_client.chat("two")
     await second.__anext__()
-    await anyio.sleep(0.05)  # the loop closes the first chat's generator meanwhile
+    await settle(lambda: scripted.open_streams == 1)  # the first chat's generator closed
     assert chat_client.conversation.busy
     with pytest.raises(ollm.ConversationBusyError):
         await chat_client.run("three")

@@ -13,6 +13,8 @@ from ollm_strategies import args, messages, names, texts
 from runtime_helpers import assert_history_valid, assert_one_finish_last, client, collect
 
 import ollm
+from ollm.registries import request_text
+from ollm.runtime import count_request_tokens
 from ollm_testutils.mock import FunctionProvider, Reply, ScriptedProvider
 
 pytestmark = pytest.mark.anyio
@@ -276,16 +278,14 @@ async def test_property_22_23_the_estimate_is_positive_and_the_provider_counts_f
 
     provider = ScriptedProvider(Reply("ok"), token_counter=counter if counting else None)
     request = ollm.ProviderRequest("m", (*history, ollm.Message.user("x")), system_prompt=system)
-    estimate = await ollm.runtime.count_request_tokens(
-        request, provider, ollm.TokenCounterRegistry()
-    )
+    estimate = await count_request_tokens(request, provider, ollm.TokenCounterRegistry())
     assert isinstance(estimate, int)
     assert estimate >= 1
     if counting:
         assert estimate == 7
         assert asked == [request]
     else:
-        assert estimate == max(1, math.ceil(len(ollm.registries.request_text(request)) / 4))
+        assert estimate == max(1, math.ceil(len(request_text(request)) / 4))
 
 
 @given(st.integers(100, 4000), st.floats(0.9, 1.0))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Sequence
+from collections.abc import AsyncIterable, Callable, Sequence
 from typing import Any
+
+import anyio.lowlevel
 
 import ollm
 
@@ -18,6 +20,15 @@ def client(
 ) -> ollm.ChatClient:
     """A ChatClient on empty registries (no plugin discovery) and ``provider``."""
     return ollm.ChatClient(ollm.Registries(), provider=provider, tools=tools, **kwargs)
+
+
+async def settle(condition: Callable[[], bool], rounds: int = 10_000) -> None:
+    """Let the event loop run (checkpoints, no clock) until ``condition`` holds."""
+    for _ in range(rounds):
+        if condition():
+            return
+        await anyio.lowlevel.checkpoint()
+    raise AssertionError(f"still not true after {rounds} turns of the event loop")
 
 
 def finishes(events: Sequence[ollm.ChatEvent]) -> list[ollm.FinishEvent]:

@@ -1,0 +1,165 @@
+"""Tests for the bugs that once survived the whole suite when planted one at a time.
+
+Each test below failed on its planted bug (see tests/MUTATION.md for how it was found).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import anyio
+import pytest
+from runtime_helpers import assert_history_valid, assert_one_finish_last, client, collect
+
+import ollm
+from ollm.runtime import count_request_tokens
+from ollm_testutils.mock import Reply, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_an_abort_while_a_tool_runs_does_not_wait_for_it(kind: str) -> None:
+    """The abort ends the chat at once; the tool's result, when it comes, is not reported."""
+    started = threading.Event()
+    release = threading.Event()
+
+    @ollm.tool
+    async def slow_async() -> str:
+        """Wait."""
+        started.set()
+        await anyio.sleep_forever()
+        return "finished"
+
+    @ollm.tool
+    def slow_sync() -> str:
+        """Wait in a thread."""
+        started.set()
+        release.wait(60)
+        return "finished"
+
+    name = "slow_async" if kind == "async" else "slow_sync"
+    provider = ScriptedProvider(Reply(tool_calls=[(name, {})]), Reply("after"))
+    chat_client = client(provider, tools=[slow_async, slow_sync])
+    signal = ollm.AbortSignal()
+
+    async def abort_when_started() -> None:
+        await anyio.to_thread.run_sync(started.wait, 30)
+        signal.abort("stop")
+
+    try:
+        with anyio.fail_after(30):  # a hang detector: the bug waited for the tool
+            async with anyio.create_task_group() as group:
+                group.start_soon(abort_when_started)
+                events = await collect(chat_client.chat("go", abort=signal))
+    finally:
+        release.set()
+    assert_one_finish_last(events, "cancelled")
+    results = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert len(results) == 1
+    assert results[0].is_error
+    assert "finished" not in results[0].result
+    assert_history_valid(chat_client.conversation)
+
+
+async def test_a_registered_token_counter_is_used_after_the_providers_own() -> None:
+    """The order: the provider's count, then a counter from ollm_token_counters, then the
+    estimate."""
+
+    class Counters:
+        @ollm.hookimpl
+        def ollm_token_counters(self) -> list[ollm.TokenCounterSpec]:
+            return [ollm.TokenCounterSpec("m*", lambda request: 321)]
+
+    registries = ollm.discover(settings=ollm.PluginSettings(autoload=False), plugins=[Counters()])
+    request = ollm.ProviderRequest("model", (ollm.Message.user("hello"),))
+    plain = ScriptedProvider(Reply("ok"))
+    counting = ScriptedProvider(Reply("ok"), token_counter=lambda request: 55)
+    assert await count_request_tokens(request, plain, registries.token_counters) == 321
+    assert await count_request_tokens(request, counting, registries.token_counters) == 55
+    other = ollm.ProviderRequest("other", (ollm.Message.user("hello"),))
+    assert await count_request_tokens(other, plain, registries.token_counters) == (
+        ollm.fallback_count(other)
+    )
+
+    # And a chat uses it: 321 tokens in a window of 350 is past 90%.
+    chat_client = ollm.ChatClient(registries, provider=plain, model="model", context_window=350)
+    events = await collect(chat_client.chat("hi"))
+    warnings = [e for e in events if isinstance(e, ollm.TokenWarningEvent)]
+    assert warnings == [ollm.TokenWarningEvent(321, 350, 350)]
+
+
+async def test_the_90_percent_warning_comes_on_a_later_turn_too() -> None:
+    """Turn 1 is small; after a tool result, turn 2 is past 90% and warns."""
+    counts = iter([100, 950])
+
+    @ollm.tool
+    def look() -> str:
+        """Look."""
+        return "seen"
+
+    provider = ScriptedProvider(
+        Reply(tool_calls=[("look", {})]), Reply("done"), token_counter=lambda r: next(counts)
+    )
+    events = await collect(client(provider, tools=[look], context_window=1000).chat("x"))
+    warnings = [e for e in events if isinstance(e, ollm.TokenWarningEvent)]
+    assert warnings == [ollm.TokenWarningEvent(950, 1000, 1000)]
+    assert_one_finish_last(events, "stop")
+
+
+async def test_the_warning_counts_the_tokens_reserved_for_the_reply() -> None:
+    """With max_tokens=200 of 1,000 reserved, 750 prompt tokens are past 90% of 800."""
+    provider = ScriptedProvider(Reply("ok"), token_counter=lambda request: 750)
+    chat_client = client(provider, context_window=1000)
+    events = await collect(chat_client.chat("x", options=ollm.GenerationOptions(max_tokens=200)))
+    warnings = [e for e in events if isinstance(e, ollm.TokenWarningEvent)]
+    assert warnings == [ollm.TokenWarningEvent(750, 800, 1000)]
+    # Without the reservation, 750 of 1,000 is below 90%: no warning.
+    events = await collect(client(provider, context_window=1000).chat("x"))
+    assert not [e for e in events if isinstance(e, ollm.TokenWarningEvent)]
+
+
+async def test_duplicate_tool_call_ids_from_a_provider_are_renumbered() -> None:
+    @ollm.tool
+    def echo(text: str) -> str:
+        """Echo.
+
+        Args:
+            text: What to echo.
+        """
+        return text
+
+    same = [
+        ollm.ToolCall("dup", "echo", {"text": "a"}),
+        ollm.ToolCall("dup", "echo", {"text": "b"}),
+    ]
+    provider = ScriptedProvider(
+        Reply(events=[ollm.ToolCallEvent(c) for c in same] + [ollm.FinishEvent("stop")]),
+        Reply("done"),
+    )
+    chat_client = client(provider, tools=[echo])
+    events = await collect(chat_client.chat("go"))
+    results = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    ids = [r.call.id for r in results]
+    assert len(set(ids)) == 2
+    assert ids[0] == "dup"
+    assert sorted(r.result for r in results) == ["a", "b"]
+    assert_history_valid(chat_client.conversation)
+    tool_messages = [m for m in chat_client.conversation.messages if m.role == "tool"]
+    assert [m.tool_call_id for m in tool_messages] == ids
+
+
+def _deep_action_input(depth: int) -> str:
+    return "Thought: go\nAction: echo\nAction Input: " + "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [100, 5_000, 50_000])
+def test_react_never_raises_on_a_deeply_nested_action_input(depth: int) -> None:
+    from ollm_react import FormatProblem, ParsedAction, parse_reply
+
+    schema = ollm.ToolSchema("echo", "Echo.", {"type": "object", "properties": {}})
+    parsed: Any = parse_reply(_deep_action_input(depth), [schema])
+    assert isinstance(parsed, (FormatProblem, ParsedAction))
+    if isinstance(parsed, FormatProblem):
+        assert parsed.detail
