@@ -163,3 +163,60 @@ def test_react_never_raises_on_a_deeply_nested_action_input(depth: int) -> None:
     assert isinstance(parsed, (FormatProblem, ParsedAction))
     if isinstance(parsed, FormatProblem):
         assert parsed.detail
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "12", None, RuntimeError("no tokenizer")])
+async def test_a_count_that_is_not_a_positive_integer_falls_through_to_the_next(
+    bad: Any,
+) -> None:
+    """The provider's bad count falls to the registered counter; its bad count, to the estimate."""
+
+    def count(request: ollm.ProviderRequest) -> Any:
+        if isinstance(bad, Exception):
+            raise bad
+        return bad
+
+    registries = ollm.Registries()
+    registries.token_counters.register(ollm.TokenCounterSpec("m*", lambda request: 99))
+    request = ollm.ProviderRequest("model", (ollm.Message.user("hello there"),))
+    provider = ScriptedProvider(Reply("ok"), token_counter=count)
+    assert await count_request_tokens(request, provider, registries.token_counters) == 99
+
+    failing = ollm.Registries()
+    failing.token_counters.register(ollm.TokenCounterSpec("m*", count))
+    plain = ScriptedProvider(Reply("ok"))
+    assert await count_request_tokens(request, plain, failing.token_counters) == (
+        ollm.fallback_count(request)
+    )
+
+
+async def test_a_failing_counter_is_logged_with_its_name_and_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(request: ollm.ProviderRequest) -> int:
+        raise RuntimeError("no tokenizer")
+
+    registries = ollm.Registries()
+    registries.token_counters.register(ollm.TokenCounterSpec("m*", broken))
+    request = ollm.ProviderRequest("model", (ollm.Message.user("hello"),))
+    provider = ScriptedProvider(Reply("ok"), token_counter=broken)
+    with caplog.at_level("WARNING", logger="ollm.runtime.tokens"):
+        await count_request_tokens(request, provider, registries.token_counters)
+    messages = [r.getMessage() for r in caplog.records]
+    assert f"token counting by {provider.name!r} failed; estimating" in messages
+    assert "token counter for 'model' failed; estimating" in messages
+    assert all(r.exc_info is not None for r in caplog.records)
+
+
+def test_a_blocked_request_explains_the_window_and_the_reservation() -> None:
+    from ollm.runtime import TokenBudget
+
+    budget = TokenBudget(estimated=900, context_window=1000, reserved=200)
+    assert budget.blocked
+    assert budget.explain("qwen3") == (
+        "The request needs about 900 tokens, but qwen3 allows 800 (200 of its 1000 reserved "
+        "for the reply). Nothing was sent. Start a new conversation, shorten the prompt, or "
+        "raise the context window (context_window=...)."
+    )
+    plain = TokenBudget(estimated=1200, context_window=1000, reserved=0)
+    assert "allows 1000. Nothing was sent." in plain.explain("qwen3")

@@ -1,0 +1,99 @@
+"""Mutation testing with mutmut, run by `./ollmw mutate` (never by CI: it takes long).
+
+mutmut expects one project with its code under src/; this workspace has one src/ per
+distribution. So each distribution in scope is staged in .mutate/<name>/ (its src/,
+the test suite, the pytest settings) and mutmut runs there, mutating only the modules
+in scope and running only the tests that reach each mutant. At the end: the score per
+distribution and every surviving mutant (`mutmut show NAME` in the stage shows its diff).
+
+    ./ollmw mutate                       every scope below
+    ./ollmw mutate ollm-http             one distribution
+    ./ollmw mutate ollm-core 'src/ollm/tools/*'   one distribution, chosen modules
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STAGES = ROOT / ".mutate"
+
+# distribution -> (modules to mutate, the tests that exercise them)
+SCOPES: dict[str, tuple[list[str], list[str]]] = {
+    "ollm-core": (
+        ["src/ollm/runtime/*", "src/ollm/tools/*"],
+        ["tests/runtime", "tests/core"],
+    ),
+    "ollm-react": (["src/ollm_react/*"], ["tests/react"]),
+    "ollm-http": (["src/ollm_http/*"], ["tests/http"]),
+}
+
+
+# Tests that start another Python process see the installed code, not the mutant: they
+# cannot judge a mutant, so they are left out of these runs (they still run in CI).
+IN_ANOTHER_PROCESS = "not sync_client and not ollm_chat and not ollm_plugins and not 1024"
+PYTEST_ARGS = ["-p", "no:randomly", "-q", "-x", "-k", IN_ANOTHER_PROCESS]
+
+
+def _toml_list(items: list[str]) -> str:
+    return "[" + ", ".join(f'"{item}"' for item in items) + "]"
+
+
+def stage(name: str, modules: list[str], tests: list[str]) -> Path:
+    where = STAGES / name
+    if where.exists():
+        shutil.rmtree(where)
+    where.mkdir(parents=True)
+    shutil.copytree(ROOT / "packages" / name / "src", where / "src")
+    shutil.copytree(ROOT / "tests", where / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    pytest_settings = re.search(
+        r"\[tool\.pytest\.ini_options\].*?(?=\n\[)", (ROOT / "pyproject.toml").read_text(), re.S
+    )
+    assert pytest_settings is not None
+    (where / "pyproject.toml").write_text(
+        pytest_settings.group(0)
+        + "\n\n[tool.mutmut]\n"
+        + 'source_paths = ["src"]\n'
+        + f"only_mutate = {_toml_list(modules)}\n"
+        + f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"
+        + f"pytest_add_cli_args = {_toml_list(PYTEST_ARGS)}\n"
+    )
+    return where
+
+
+def run(name: str, modules: list[str], tests: list[str]) -> tuple[int, int, list[str]]:
+    where = stage(name, modules, tests)
+    env = {**os.environ, "HYPOTHESIS_PROFILE": "ci"}
+    mutmut = str(Path(sys.executable).with_name("mutmut"))
+    subprocess.run([mutmut, "run", "--max-children", str(os.cpu_count() or 2)], cwd=where, env=env)
+    listing = subprocess.run(
+        [mutmut, "results", "--all", "true"], cwd=where, env=env, capture_output=True, text=True
+    ).stdout
+    statuses = re.findall(r"^\s*(\S+): (\w[\w ]*)$", listing, re.M)
+    killed = sum(1 for _, status in statuses if status == "killed")
+    survived = [mutant for mutant, status in statuses if status == "survived"]
+    return killed, len(statuses), survived
+
+
+def main(argv: list[str]) -> None:
+    chosen = dict(SCOPES)
+    if argv:
+        name = argv[0]
+        modules, tests = SCOPES[name]
+        chosen = {name: (argv[1:] or modules, tests)}
+    report = []
+    for name, (modules, tests) in chosen.items():
+        killed, total, survived = run(name, modules, tests)
+        score = killed / total if total else 1.0
+        report.append(f"{name}: {killed} of {total} mutants killed ({score:.0%})")
+        report.extend(f"  survived: {mutant}" for mutant in survived)
+    print("\n".join(report))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
