@@ -220,3 +220,19 @@ def test_a_blocked_request_explains_the_window_and_the_reservation() -> None:
     )
     plain = TokenBudget(estimated=1200, context_window=1000, reserved=0)
     assert "allows 1000. Nothing was sent." in plain.explain("qwen3")
+
+
+async def test_a_count_of_one_is_a_count_and_counters_see_the_request() -> None:
+    registries = ollm.Registries()
+    registries.token_counters.register(
+        ollm.TokenCounterSpec("m*", lambda request: len(request.messages) + 40)
+    )
+    request = ollm.ProviderRequest("model", (ollm.Message.user("a"), ollm.Message.user("b")))
+    assert (
+        await count_request_tokens(
+            request, ScriptedProvider(Reply("ok")), registries.token_counters
+        )
+        == 42
+    )
+    one = ScriptedProvider(Reply("ok"), token_counter=lambda request: 1)
+    assert await count_request_tokens(request, one, registries.token_counters) == 1
