@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -30,6 +31,13 @@ settings.register_profile(
 )
 settings.register_profile("thorough", parent=settings.get_profile("dev"), max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# A runner started in the background (`cmd &`, nohup, some CI agents) has SIGINT ignored,
+# and an ignored signal stays ignored in every child: the Ctrl-C tests would then test
+# nothing (or hang). A handler, unlike "ignore", is reset to the default in a child, so
+# the programs these tests start get Ctrl-C as a user's terminal would give it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -291,3 +291,53 @@ def test_an_interactive_session_keeps_the_history(server: FakeOllamaServer) -> N
         "Nice to meet you, Ada.",
         "Who am I?",
     ]
+
+
+def test_an_empty_prompt_from_standard_input_is_refused() -> None:
+    done = subprocess.run(
+        [OLLM, "chat", "-p", "echo", "-"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=ollm_env(),
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "the prompt is empty" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_interactive_help_stays_local_and_ctrl_c_twice_leaves() -> None:
+    """/help and unknown /commands are answered locally; one Ctrl-C at the prompt does not
+    leave, a second one does."""
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [OLLM, "chat", "-p", "echo"],
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ollm_env(TERM="dumb"),
+    )
+    os.close(follower)
+    try:
+        assert process.stderr is not None
+        assert "/help lists the commands" in process.stderr.readline()
+        os.write(leader, b"/help\n")
+        assert "Commands: /clear" in process.stderr.readline()
+        os.write(leader, b"/nope\n")
+        assert "/nope is not a command here." in process.stderr.readline()
+        assert "Commands: /clear" in process.stderr.readline()
+        process.send_signal(signal.SIGINT)
+        assert "Ctrl-C again" in process.stderr.readline()
+        assert process.poll() is None  # still there after one Ctrl-C
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=30)
+    finally:
+        os.close(leader)
+        process.kill()
+    assert process.returncode == 130
+    assert "/help" not in out  # never sent to the (echo) model

@@ -27,6 +27,9 @@ def test_models_list_show_rm_and_ps(run_ollm, server: FakeOllamaServer) -> None:
     as_json = run_ollm("models", "--json", "list")
     models = msgspec.json.decode(as_json.stdout, type=list[ollm.ModelInfo])
     assert {m.name for m in models} == {"llama3.2:latest", "qwen3:latest"}
+    after = run_ollm("models", "list", "--json")  # the flag after the action works too
+    assert after.returncode == 0, after.stderr
+    assert msgspec.json.decode(after.stdout, type=list[ollm.ModelInfo]) == models
 
     shown = run_ollm("models", "show", "qwen3")
     assert shown.returncode == 0, shown.stderr
@@ -168,3 +171,17 @@ def test_a_broken_plugin_never_stops_help_or_plugins(broken_plugin_path: str) ->
     assert chat.returncode == 0, chat.stderr
     assert chat.stdout == "still here\n"
     assert chat.stderr.count("warning:") == 1
+
+
+@pytest.mark.parametrize("value", ["-5", "2.5", "hot"])
+def test_a_temperature_outside_0_to_2_is_a_usage_error(value: str) -> None:
+    done = subprocess.run(
+        [OLLM, "chat", "-p", "echo", "--temperature", value, "hi"],
+        capture_output=True,
+        text=True,
+        env=ollm_env(),
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--temperature" in done.stderr
+    assert "Traceback" not in done.stderr

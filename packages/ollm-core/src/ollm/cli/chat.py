@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
 from typing import TextIO
 
@@ -29,6 +30,13 @@ from ollm.types.request import GenerationOptions
 
 __all__ = ["run_chat"]
 
+# A line that is one /word is a command, never sent to the model ("/usr/bin?" is sent).
+_COMMAND = re.compile(r"/[A-Za-z]+")
+_HELP = (
+    "Commands: /clear starts a new conversation; /exit (or /quit, /bye, Ctrl-D, Ctrl-C twice) "
+    "leaves; /help shows this. Anything else is sent to the model."
+)
+
 _THINK: dict[str, bool | str] = {
     "on": True,
     "off": False,
@@ -43,6 +51,12 @@ def run_chat(args: argparse.Namespace, terminal: Terminal, stdin: TextIO | None 
     stdin = stdin or sys.stdin
     config = CliConfig.from_args(args)
     prompt = _read_prompt(args.prompt, stdin)
+    if prompt is not None and not prompt.strip():
+        terminal.error(
+            "the prompt is empty (standard input gave nothing). Give the text as an argument, "
+            'or pipe some in: ollm chat -m MODEL "your question"'
+        )
+        return EXIT_USAGE
     interactive = prompt is None and _isatty(stdin)
     if prompt is None and not interactive:
         terminal.error('no prompt given. Try: ollm chat -m MODEL "your question"')
@@ -167,9 +181,11 @@ def _interactive(
     provider = client.registries.providers.get(config.provider)
     model = config.model or getattr(provider, "default_model", "")
     terminal.info(
-        f"Chatting with {model} via {provider.name}. /clear starts over, /exit or Ctrl-D leaves.",
+        f"Chatting with {model} via {provider.name}. /help lists the commands; /exit, Ctrl-D "
+        "or Ctrl-C twice leaves.",
         "dim",
     )
+    interrupted = False
     while True:
         try:
             line = input(terminal.style("> ", "bold", stream="out") if terminal.out_color else "> ")
@@ -178,7 +194,12 @@ def _interactive(
             return EXIT_OK
         except KeyboardInterrupt:
             terminal.end_line()
-            return EXIT_INTERRUPTED
+            if interrupted:
+                return EXIT_INTERRUPTED
+            interrupted = True
+            terminal.info("(Ctrl-C again, /exit or Ctrl-D to leave)", "dim")
+            continue
+        interrupted = False
         text = line.strip()
         if not text:
             continue
@@ -187,6 +208,11 @@ def _interactive(
         if text == "/clear":
             client.new_conversation()
             terminal.info("(a new conversation)", "dim")
+            continue
+        if _COMMAND.fullmatch(text):
+            if text != "/help":
+                terminal.info(f"{text} is not a command here.", "dim")
+            terminal.info(_HELP, "dim")
             continue
         finish = _stream(client.chat(text), portal, renderer, terminal)
         terminal.end_line()

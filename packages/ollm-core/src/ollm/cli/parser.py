@@ -68,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _toolset_options(chat)
     chat.add_argument("--max-turns", type=_positive_int, default=None, help="requests per chat")
-    chat.add_argument("--temperature", type=float, default=None, help="sampling temperature")
+    chat.add_argument(
+        "--temperature", type=_temperature, default=None, help="sampling temperature, 0 to 2"
+    )
     chat.add_argument("--max-tokens", type=_positive_int, default=None, help="reply length limit")
     chat.add_argument("--seed", type=int, default=None, help="sampling seed")
     chat.add_argument(
@@ -90,14 +92,19 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("-p", "--provider", help="the provider (default: $OLLM_PROVIDER or ollama)")
     models.add_argument("--json", action="store_true", help="machine-readable output")
     actions = models.add_subparsers(dest="action", metavar="ACTION")
-    actions.add_parser("list", help="the models you have")
+    listing = actions.add_parser("list", help="the models you have")
     show = actions.add_parser("show", help="one model in detail")
     show.add_argument("name")
     pull = actions.add_parser("pull", help="download a model, with a progress bar")
     pull.add_argument("name")
     remove = actions.add_parser("rm", help="delete a model")
     remove.add_argument("name")
-    actions.add_parser("ps", help="the models loaded in memory")
+    loaded = actions.add_parser("ps", help="the models loaded in memory")
+    for action in (listing, show, pull, remove, loaded):
+        # `ollm models list --json` as well as `ollm models --json list`.
+        action.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
+        )
 
     plugins = commands.add_parser("plugins", help="every plugin: where from, what state")
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
@@ -124,6 +131,16 @@ def _toolset_options(command: argparse.ArgumentParser) -> None:
         help="the toolsets a plugin builds from CONFIG (--mcp FILE is --toolset mcp=FILE); "
         "else $OLLM_<KIND>_CONFIG",
     )
+
+
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 2.0:
+        raise argparse.ArgumentTypeError(f"{text} is outside 0 to 2 (0 is the most predictable)")
+    return value
 
 
 def _positive_int(text: str) -> int:
