@@ -96,6 +96,20 @@ def run_chat(args: argparse.Namespace, terminal: Terminal, stdin: TextIO | None 
             portal.call(client.aclose)
 
 
+def _local_command(text: str, client: ChatClient, terminal: Terminal) -> bool:
+    """Run ``text`` if it is an interactive command (one /word); say whether it was."""
+    if not _COMMAND.fullmatch(text):
+        return False
+    if text == "/clear":
+        client.new_conversation()
+        terminal.info("(a new conversation)", "dim")
+        return True
+    if text != "/help":
+        terminal.info(f"{text} is not a command here.", "dim")
+    terminal.info(_HELP, "dim")
+    return True
+
+
 def _read_prompt(prompt: str | None, stdin: TextIO) -> str | None:
     """PROMPT, '-' for stdin, or piped text (put before PROMPT when both are given)."""
     if prompt == "-":
@@ -189,6 +203,13 @@ def _interactive(
     while True:
         try:
             line = input(terminal.style("> ", "bold", stream="out") if terminal.out_color else "> ")
+            text = line.strip()
+            if text:
+                interrupted = False
+            if text in ("/exit", "/quit", "/bye"):
+                return EXIT_OK
+            if not text or _local_command(text, client, terminal):
+                continue  # (a Ctrl-C while a local command runs counts as at the prompt)
         except EOFError:
             terminal.end_line()
             return EXIT_OK
@@ -198,21 +219,6 @@ def _interactive(
                 return EXIT_INTERRUPTED
             interrupted = True
             terminal.info("(Ctrl-C again, /exit or Ctrl-D to leave)", "dim")
-            continue
-        interrupted = False
-        text = line.strip()
-        if not text:
-            continue
-        if text in ("/exit", "/quit", "/bye"):
-            return EXIT_OK
-        if text == "/clear":
-            client.new_conversation()
-            terminal.info("(a new conversation)", "dim")
-            continue
-        if _COMMAND.fullmatch(text):
-            if text != "/help":
-                terminal.info(f"{text} is not a command here.", "dim")
-            terminal.info(_HELP, "dim")
             continue
         finish = _stream(client.chat(text), portal, renderer, terminal)
         terminal.end_line()
