@@ -7,6 +7,7 @@ Ollama's routes, its JSON and the wording of its errors.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from typing import Any
@@ -44,10 +45,6 @@ CONTEXT = ErrorContext(
 )
 
 
-def _seconds(value: float) -> float | None:
-    return None if math.isinf(value) else value
-
-
 class OllamaHTTP:
     """Requests to one Ollama server."""
 
@@ -55,15 +52,18 @@ class OllamaHTTP:
         self, config: OllamaConfig, transport: httpx.AsyncBaseTransport | None = None
     ) -> None:
         self.config = config
-        self.timeout = httpx.Timeout(
-            connect=_seconds(config.connect_timeout),
-            read=_seconds(config.timeout),
-            write=_seconds(config.timeout),
-            pool=_seconds(config.timeout),
+        self._timeouts = Timeouts(
+            connect=config.connect_timeout,
+            read=config.timeout,
+            write=config.timeout,
+            pool=config.timeout,
         )
-        short = _seconds(max(config.connect_timeout, 10.0))
+        self.timeout = httpx.Timeout(**self._timeouts.as_httpx())
+        short = max(config.connect_timeout, 10.0)
         self.short_timeout = httpx.Timeout(
-            connect=_seconds(config.connect_timeout), read=short, write=short, pool=short
+            **Timeouts(
+                connect=config.connect_timeout, read=short, write=short, pool=short
+            ).as_httpx()
         )
         self._http = HTTPClient(
             HTTPConfig(
@@ -74,12 +74,7 @@ class OllamaHTTP:
                     "Accept": "application/json",
                     **config.headers,
                 },
-                timeouts=Timeouts(
-                    connect=config.connect_timeout,
-                    read=config.timeout,
-                    write=config.timeout,
-                    pool=config.timeout,
-                ),
+                timeouts=self._timeouts,
                 limits=Limits(),
                 # A local server needs no proxy.
                 trust_env=not config.loopback,
@@ -180,12 +175,7 @@ class OllamaHTTP:
     ) -> OllmError:
         """The ``OllmError`` for an exception of httpx (``ollm_http``'s mapping)."""
         read = (timeout or self.timeout).read
-        timeouts = Timeouts(
-            connect=self.config.connect_timeout,
-            read=read if read is not None else math.inf,
-            write=self.config.timeout,
-            pool=self.config.timeout,
-        )
+        timeouts = dataclasses.replace(self._timeouts, read=read if read is not None else math.inf)
         return self._http.error(exc, model=model, streaming=streaming, timeouts=timeouts)
 
 

@@ -101,14 +101,19 @@ class ChatRun:
         """
         if self._settled:
             return
-        self._settled = True
         self.abort.abort("the chat was left")
-        turn = self._turn
-        if turn is not None:
-            if text:
-                turn.text = text
-            turn.abandon("the chat was stopped")
+        self._keep_partial(text, "the chat was stopped")
         self.conversation._release(self)
+
+    def _keep_partial(self, text: str, why: str) -> None:
+        """Once: keep what the current turn streamed (``text``), marked incomplete."""
+        if self._settled:
+            return
+        self._settled = True
+        if self._turn is not None:
+            if text:
+                self._turn.text = text
+            self._turn.abandon(why)
 
     async def events(self) -> AsyncGenerator[ChatEvent, None]:
         """Run the chat, yielding its events; the last one is always a ``FinishEvent``."""
@@ -207,12 +212,7 @@ class ChatRun:
             # Reached on every exit: the end, an early break by the caller, a cancel
             # scope around the iteration, or the iterator being garbage-collected
             # (then ``detach`` has already settled the history).
-            if not self._settled:
-                self._settled = True
-                if self._turn is not None:
-                    if text:
-                        self._turn.text = text  # what streamed before the chat was stopped
-                    self._turn.abandon("the chat was cancelled")
+            self._keep_partial(text, "the chat was cancelled")
             await self._close_stream()
             if self._toolsets is not None:
                 await self._toolsets.aclose()  # the toolsets given to this chat alone
