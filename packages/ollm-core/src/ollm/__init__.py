@@ -14,6 +14,7 @@ from ollm._version import __version__
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ollm.errors import (
+        AuthenticationError,
         BadResponseError,
         CapabilityError,
         ConnectionFailedError,
@@ -99,6 +100,7 @@ if TYPE_CHECKING:
         ModelCapabilities,
         ModelInfo,
         ModelInspection,
+        ModelListing,
         ModelManagement,
         NoticeEvent,
         Part,
@@ -167,6 +169,7 @@ _LAZY: dict[str, str] = {
     "ModelCapabilities": "ollm.types",
     "ModelInfo": "ollm.types",
     "ModelInspection": "ollm.types",
+    "ModelListing": "ollm.types",
     "ModelManagement": "ollm.types",
     "ModelNotFoundError": "ollm.errors",
     "NativeStrategy": "ollm.runtime",
@@ -198,6 +201,7 @@ _LAZY: dict[str, str] = {
     "StreamInterruptedError": "ollm.errors",
     "TLSError": "ollm.errors",
     "RateLimitedError": "ollm.errors",
+    "AuthenticationError": "ollm.errors",
     "SyncChatClient": "ollm.runtime",
     "TextEvent": "ollm.types",
     "TextPart": "ollm.types",
@@ -254,6 +258,7 @@ __all__ = [
     "TOOLSET_SEPARATOR",
     "AbortSignal",
     "ArgumentsValidator",
+    "AuthenticationError",
     "BadResponseError",
     "CapabilityError",
     "ChatClient",
@@ -281,6 +286,7 @@ __all__ = [
     "ModelCapabilities",
     "ModelInfo",
     "ModelInspection",
+    "ModelListing",
     "ModelManagement",
     "ModelNotFoundError",
     "NativeStrategy",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "AuthenticationError",
     "BadResponseError",
     "CapabilityError",
     "ConnectionFailedError",
@@ -64,6 +65,7 @@ class ErrorCode:
     INTERNAL_ERROR = "INTERNAL_ERROR"
     TLS_ERROR = "TLS_ERROR"
     RATE_LIMITED = "RATE_LIMITED"
+    AUTH_FAILED = "AUTH_FAILED"
 
 
 class OllmError(Exception):
@@ -156,6 +158,12 @@ class RateLimitedError(OllmError):
         self.retry_after = retry_after
 
 
+class AuthenticationError(OllmError):
+    """The server refused the credentials (HTTP 401 or 403): a missing or wrong API key."""
+
+    code = ErrorCode.AUTH_FAILED
+
+
 class ProviderError(OllmError):
     """The provider reported an error of its own (its message is kept)."""
 
@@ -242,6 +250,7 @@ _BY_CODE: dict[str, type[OllmError]] = {
         StreamInterruptedError,
         TLSError,
         RateLimitedError,
+        AuthenticationError,
         ProviderError,
         TokenLimitError,
         ProviderNotFoundError,

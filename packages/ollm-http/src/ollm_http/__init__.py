@@ -8,6 +8,8 @@
   on asyncio and trio.
 - ``Reply.lines()`` (NDJSON) and ``Reply.sse()`` (Server-Sent Events), bounded in
   memory; ``LineSplitter`` and ``EventSplitter`` for bytes from elsewhere.
+- ``body_reader``, ``abort_shuts_socket``, ``drain`` and ``close_response``: a
+  streamed reply read on the hot path, stopped at once by an abort, ended cleanly.
 - ``RetryPolicy``, ``with_retries`` and ``retry_after_seconds`` for servers that say
   "not now" (HTTP 429).
 
@@ -16,14 +18,16 @@ Nothing here is a plugin: providers import it.
 
 from ollm_http._client import HTTPClient, Reply
 from ollm_http._config import ErrorContext, HTTPConfig, Limits, Timeouts, check_header
-from ollm_http._errors import describe, error_from_exception
+from ollm_http._errors import describe, error_from_exception, excerpt
 from ollm_http._lines import EventSplitter, LineSplitter, LineTooLongError, ServerSentEvent
 from ollm_http._retry import NO_RETRY, RetryPolicy, retry_after_seconds, with_retries
+from ollm_http._stream import BodyRead, abort_shuts_socket, body_reader, close_response, drain
 from ollm_http._transport import HTTPTransport
 from ollm_http._version import __version__
 
 __all__ = [
     "NO_RETRY",
+    "BodyRead",
     "ErrorContext",
     "EventSplitter",
     "HTTPClient",
@@ -37,9 +41,14 @@ __all__ = [
     "ServerSentEvent",
     "Timeouts",
     "__version__",
+    "abort_shuts_socket",
+    "body_reader",
     "check_header",
+    "close_response",
     "describe",
+    "drain",
     "error_from_exception",
+    "excerpt",
     "retry_after_seconds",
     "with_retries",
 ]

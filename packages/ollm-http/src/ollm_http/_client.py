@@ -233,6 +233,33 @@ class HTTPClient:
             raise self.error(exc, model=model, timeouts=timeouts) from None
         return Reply(response, self, model)
 
+    async def open(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeouts: Timeouts | None = None,
+        model: str | None = None,
+    ) -> Reply:
+        """Send a request and return its reply with the body unread; close it when done.
+
+        For a provider's own stream loop (``await reply.aclose()`` in a ``finally``);
+        ``stream`` is the same as a context manager.
+        """
+        return await self._send(
+            method,
+            path,
+            json=json,
+            content=content,
+            headers=headers,
+            timeouts=timeouts,
+            model=model,
+            stream=True,
+        )
+
     @asynccontextmanager
     async def stream(
         self,
@@ -251,7 +278,7 @@ class HTTPClient:
         Leaving the block early (``break``, an exception, a cancel scope) closes the
         connection instead of returning it to the pool.
         """
-        reply = await self._send(
+        reply = await self.open(
             method,
             path,
             json=json,
@@ -259,7 +286,6 @@ class HTTPClient:
             headers=headers,
             timeouts=timeouts,
             model=model,
-            stream=True,
         )
         try:
             yield reply

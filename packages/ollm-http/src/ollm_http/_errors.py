@@ -21,7 +21,7 @@ from ollm.errors import (
 from ollm_http._config import ErrorContext, Timeouts
 from ollm_http._connection import BadHTTPError
 
-__all__ = ["describe", "error_from_exception"]
+__all__ = ["describe", "error_from_exception", "excerpt"]
 
 
 def describe(exc: BaseException) -> str:
@@ -172,3 +172,11 @@ def error_from_exception(
         f"Talking to {who} failed: {detail}. Try again; if it keeps happening, check the server.",
         **common,
     )
+
+
+def excerpt(data: bytes, limit: int = 200) -> str:
+    """Up to ``limit`` characters of ``data`` (a server's bytes) for an error message, quoted."""
+    text = data[: limit * 4].decode("utf-8", "replace")
+    if len(text) > limit:
+        return repr(text[:limit]) + "..."
+    return repr(text)

@@ -19,13 +19,10 @@ quoting it, and a stream that ends before ``done`` with ``STREAM_INTERRUPTED``.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
-import anyio
 import httpx
 import msgspec
 
@@ -47,10 +44,9 @@ from ollm.types import (
     ToolCallEvent,
     Usage,
 )
-from ollm_http import LineSplitter
+from ollm_http import LineSplitter, abort_shuts_socket, body_reader, close_response, drain
 from ollm_ollama._convert import build_chat_request, tool_call_from_chunk
 from ollm_ollama._errors import PROVIDER, describe_error_value, error_from_text, excerpt
-from ollm_ollama._http import close_response
 from ollm_ollama._wire import MAX_LINE_BYTES, ChatChunk, encode
 
 if TYPE_CHECKING:
@@ -61,8 +57,6 @@ __all__ = ["stream_chat"]
 log = logging.getLogger(__name__)
 
 _decode_chunk = msgspec.json.Decoder(ChatChunk).decode
-# How long to wait for the body's end after the done line (it normally comes at once).
-_DRAIN_SECONDS = 0.5
 
 
 async def stream_chat(
@@ -106,8 +100,8 @@ async def stream_chat(
             yield FinishEvent("cancelled")
             return
         provider._streaming(model)
-        reads = _body_reader(response)
-        unwatch = _abort_shuts_socket(response, abort)
+        reads = body_reader(response)
+        unwatch = abort_shuts_socket(response, abort)
         splitter = LineSplitter(MAX_LINE_BYTES)
         while True:
             ended = False
@@ -181,25 +175,8 @@ async def stream_chat(
             unwatch()
         if response is not None:
             if finished and reads is not None and not abort.aborted:
-                await _drain(reads)
+                await drain(reads)
             await close_response(response)
-
-
-async def _drain(reads: Callable[[], Awaitable[bytes]]) -> None:
-    """Read the few bytes after ``done`` (the body's end), so the connection is reused.
-
-    A reply ends with its ``done`` line and then the body's own end; stopping at the
-    line would leave the connection unfinished, and it could not serve the next request.
-    Bounded, and shielded: it runs while the stream is being closed.
-    """
-    with anyio.CancelScope(shield=True), anyio.move_on_after(_DRAIN_SECONDS):
-        try:
-            while True:
-                await reads()
-        except StopAsyncIteration:
-            return
-        except Exception:
-            log.debug("the end of a finished reply could not be read", exc_info=True)
 
 
 def _fired(abort: AbortSignal) -> bool:
@@ -210,51 +187,6 @@ def _fired(abort: AbortSignal) -> bool:
 def _unless_aborted(abort: AbortSignal, error: ErrorEvent) -> ProviderEvent:
     """A read that failed because the abort shut the socket is a cancellation."""
     return FinishEvent("cancelled") if abort.aborted else error
-
-
-def _body_reader(response: httpx.Response) -> Callable[[], Awaitable[bytes]]:
-    """The next read of the body (raises ``StopAsyncIteration`` at its end).
-
-    The transport's own stream, with no layer of httpx's on top: the bytes as they
-    came, and the connection stays this stream's until the response is closed. A
-    compressed body (from a proxy) or one already in memory goes through httpx.
-    """
-    encoding = response.headers.get("content-encoding", "identity").lower()
-    stream = response.stream
-    if (
-        encoding == "identity"
-        and not response.is_stream_consumed
-        and isinstance(stream, httpx.AsyncByteStream)
-    ):
-        return stream.__aiter__().__anext__
-    return response.aiter_bytes().__anext__
-
-
-def _abort_shuts_socket(response: httpx.Response, abort: AbortSignal) -> Callable[[], None] | None:
-    """Make ``abort`` shut the response's socket, so a pending read ends at once.
-
-    One callback per stream instead of a cancel scope per read (a scope costs more than
-    decoding a line). Returns the function that removes the callback, or ``None``
-    when the transport has no socket (then each read is guarded instead).
-    """
-    network = response.extensions.get("network_stream")
-    get_extra_info = getattr(network, "get_extra_info", None)
-    if get_extra_info is None:
-        return None
-    try:
-        sock = get_extra_info("socket")
-    except Exception:
-        return None
-    shutdown = getattr(sock, "shutdown", None)
-    if shutdown is None:
-        return None
-
-    def shut() -> None:
-        # Thread-safe: the pending read sees the end of the stream, the server a close.
-        with contextlib.suppress(OSError):
-            shutdown(socket.SHUT_RDWR)
-
-    return abort.on_abort(shut)
 
 
 def _events(

@@ -21,6 +21,7 @@ from ollm.errors import (
     RequestTimeoutError,
     ToolsUnsupportedError,
 )
+from ollm_http import excerpt
 from ollm_ollama._config import OllamaConfig
 from ollm_ollama._wire import ErrorBody, decoder
 
@@ -180,11 +181,3 @@ def error_from_status(
     return ProviderError(
         f"Ollama at {url} answered HTTP {status}: {said or 'no details'}.", **common
     )
-
-
-def excerpt(data: bytes, limit: int = 200) -> str:
-    """Up to ``limit`` characters of ``data`` for an error message, quoted."""
-    text = data[: limit * 4].decode("utf-8", "replace")
-    if len(text) > limit:
-        return repr(text[:limit]) + "..."
-    return repr(text)

@@ -12,19 +12,18 @@ import logging
 import math
 from typing import Any
 
-import anyio
 import httpx
 import msgspec
 
 from ollm import __version__ as ollm_version
 from ollm.errors import BadResponseError, OllmError
-from ollm_http import ErrorContext, HTTPClient, HTTPConfig, Limits, Timeouts
+from ollm_http import ErrorContext, HTTPClient, HTTPConfig, Limits, Timeouts, close_response
 from ollm_ollama._config import ENV_CONNECT_TIMEOUT, ENV_HOST, ENV_TIMEOUT, OllamaConfig
 from ollm_ollama._errors import PROVIDER, error_from_status, excerpt
 from ollm_ollama._version import __version__
 from ollm_ollama._wire import decoder
 
-__all__ = ["OllamaHTTP", "close_response"]
+__all__ = ["OllamaHTTP"]
 
 log = logging.getLogger(__name__)
 
@@ -177,12 +176,3 @@ class OllamaHTTP:
         read = (timeout or self.timeout).read
         timeouts = dataclasses.replace(self._timeouts, read=read if read is not None else math.inf)
         return self._http.error(exc, model=model, streaming=streaming, timeouts=timeouts)
-
-
-async def close_response(response: httpx.Response) -> None:
-    """Close ``response`` even while the task is being cancelled: the server must see it."""
-    with anyio.CancelScope(shield=True):
-        try:
-            await response.aclose()
-        except Exception:
-            log.debug("closing a response failed", exc_info=True)

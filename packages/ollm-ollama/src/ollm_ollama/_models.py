@@ -25,10 +25,10 @@ from ollm.errors import (
     StreamInterruptedError,
 )
 from ollm.types import ModelInfo, PullProgress, RunningModel
-from ollm_http import LineSplitter
+from ollm_http import LineSplitter, close_response
 from ollm_ollama._convert import capabilities_from, parse_parameters
 from ollm_ollama._errors import PROVIDER, describe_error_value, excerpt
-from ollm_ollama._http import OllamaHTTP, close_response
+from ollm_ollama._http import OllamaHTTP
 from ollm_ollama._wire import (
     MAX_LINE_BYTES,
     ModelDetails,

@@ -8,19 +8,17 @@ import logging
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 
 import httpx
 
 from ollm.errors import ErrorCode, ModelNotFoundError, OllmError
-from ollm.registries import estimate_text_tokens, fallback_count, request_text
+from ollm.registries import UsageAnchors
 from ollm.types import (
     AbortSignal,
     EmbeddingResult,
     HealthStatus,
-    Message,
     ModelCapabilities,
     ModelInfo,
     NoticeEvent,
@@ -28,7 +26,6 @@ from ollm.types import (
     ProviderRequest,
     PullProgress,
     RunningModel,
-    ToolSchema,
 )
 from ollm_ollama import _models
 from ollm_ollama._chat import stream_chat
@@ -46,16 +43,6 @@ log = logging.getLogger(__name__)
 # answered within the last 4 is taken to be loaded still, without asking.
 RECENTLY_LOADED_SECONDS = 240.0
 RUNNING_LIST_SECONDS = 2.0
-
-
-@dataclass(frozen=True)
-class _Anchor:
-    """What the server counted for the last request it answered for one model."""
-
-    messages: tuple[Message, ...]
-    system_prompt: str | None
-    tools: tuple[ToolSchema, ...]
-    prompt_tokens: int
 
 
 class OllamaProvider:
@@ -107,7 +94,7 @@ class OllamaProvider:
         self._shows: dict[str, ShowResponse] = {}
         self._answered: dict[str, float] = {}
         self._noticed: dict[str, float] = {}
-        self._anchors: dict[str, _Anchor] = {}
+        self._anchors = UsageAnchors()
         self._running: tuple[float, dict[str, RunningModel]] | None = None
 
     @property
@@ -167,10 +154,7 @@ class OllamaProvider:
         """Note a complete reply: the model is loaded, and what its prompt counted."""
         self._answered[request.model] = time.monotonic()
         self._running = None  # the server loaded the model: the list changed
-        if prompt_tokens:
-            self._anchors[request.model] = _Anchor(
-                request.messages, request.system_prompt, request.tools, prompt_tokens
-            )
+        self._anchors.remember(request, prompt_tokens)
 
     # -- tokens and capabilities -------------------------------------------------------
 
@@ -182,19 +166,7 @@ class OllamaProvider:
         answer's ``prompt_eval_count`` plus characters / 4 of the new messages; else it
         is characters / 4 of the whole request.
         """
-        anchor = self._anchors.get(request.model)
-        if anchor is not None:
-            known = len(anchor.messages)
-            messages = request.messages
-            if (
-                len(messages) >= known
-                and anchor.system_prompt == request.system_prompt
-                and anchor.tools == request.tools
-                and messages[:known] == anchor.messages
-            ):
-                added = ProviderRequest(model=request.model, messages=messages[known:])
-                return max(1, anchor.prompt_tokens + estimate_text_tokens(request_text(added)))
-        return fallback_count(request)
+        return self._anchors.count(request)
 
     async def model_capabilities(self, model: str) -> ModelCapabilities:
         """What ``model`` supports, and the context window the server will really use.
@@ -246,7 +218,8 @@ class OllamaProvider:
         """Drop what is cached about ``model`` (after a pull or a delete)."""
         self._running = None
         wanted = _models.canonical_name(model)
-        for cache in (self._shows, self._answered, self._noticed, self._anchors):
+        self._anchors.forget(lambda name: _models.canonical_name(name) == wanted)
+        for cache in (self._shows, self._answered, self._noticed):
             for key in [k for k in cache if _models.canonical_name(k) == wanted]:
                 del cache[key]
 

@@ -9,6 +9,7 @@ Fixtures:
 - ``chat_client``: an ``ollm.ChatClient`` on those registries and that provider;
 - ``fake_ollama``: a running ``FakeOllamaServer`` for the test;
   ``fake_ollama_session``: one shared by the whole session (call ``reset()``);
+- ``fake_openai``: a running ``FakeOpenAIServer`` (OpenAI-compatible) for the test;
 - ``ollm_events``: an ``EventCollector``.
 
 And a guard: while a test runs, plugins that contribute providers (``ollama``, and any
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from ollm_testutils.echo import EchoProvider
     from ollm_testutils.events import EventCollector
     from ollm_testutils.fake_ollama import FakeOllamaServer
+    from ollm_testutils.fake_openai import FakeOpenAIServer
     from ollm_testutils.mock import ScriptedProvider
 
 MARKER = "ollm_real_providers"
@@ -167,6 +169,15 @@ def fake_ollama_session() -> Iterator[FakeOllamaServer]:
     from ollm_testutils.fake_ollama import FakeOllamaServer
 
     with FakeOllamaServer() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    """A ``FakeOpenAIServer`` (OpenAI flavor) running for this test (``fake_openai.base_url``)."""
+    from ollm_testutils.fake_openai import FakeOpenAIServer
+
+    with FakeOpenAIServer() as server:
         yield server
 
 

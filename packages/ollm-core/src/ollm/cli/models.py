@@ -18,7 +18,7 @@ from ollm.cli.progress import PullDisplay
 from ollm.cli.terminal import Terminal
 from ollm.errors import CapabilityError
 from ollm.types.models import ModelInfo, RunningModel
-from ollm.types.provider import ModelManagement, RunningModels
+from ollm.types.provider import ModelListing, ModelManagement, RunningModels
 
 __all__ = ["run_models"]
 
@@ -29,21 +29,31 @@ def run_models(args: argparse.Namespace, terminal: Terminal) -> int:
     """Run ``ollm models ACTION``; return the exit code."""
     config = CliConfig.from_args(args)
     provider = load_registries().providers.get(config.provider)
-    if not isinstance(provider, ModelManagement):
-        raise CapabilityError(
-            f"Provider {provider.name!r} does not manage models. "
-            "Use one that does, for example: ollm models -p ollama list"
-        )
     action = args.action
+    if action in ("list", "show"):
+        if not isinstance(provider, ModelListing):
+            raise CapabilityError(
+                f"Provider {provider.name!r} cannot list models. "
+                "Use one that does, for example: ollm models -p ollama list"
+            )
+        if action == "list":
+            models = _call(config, provider, provider.list_models)
+            _print_list(models, terminal, args.json)
+        else:
+            model = _call(config, provider, lambda: provider.show_model(args.name))
+            _print_show(model, terminal, args.json)
+        return EXIT_OK
+    if action in ("pull", "rm") and not isinstance(provider, ModelManagement):
+        raise CapabilityError(
+            f"Provider {provider.name!r} cannot {'download' if action == 'pull' else 'delete'} "
+            "models: its server serves the models it was started with. Do it on the server "
+            "itself, or use a provider that manages models (ollm models -p ollama ...)."
+        )
     if action == "pull":
+        assert isinstance(provider, ModelManagement)
         return _pull(provider, args.name, config, terminal)
-    if action == "list":
-        models = _call(config, provider, provider.list_models)
-        _print_list(models, terminal, args.json)
-    elif action == "show":
-        model = _call(config, provider, lambda: provider.show_model(args.name))
-        _print_show(model, terminal, args.json)
-    elif action == "rm":
+    if action == "rm":
+        assert isinstance(provider, ModelManagement)
         _call(config, provider, lambda: provider.delete_model(args.name))
         if args.json:
             terminal.write(msgspec.json.encode({"deleted": args.name}).decode() + "\n")

@@ -8,6 +8,7 @@ from ollm.registries.providers import ProviderRegistry
 from ollm.registries.strategies import StrategyRegistry
 from ollm.registries.tokens import (
     TokenCounterRegistry,
+    UsageAnchors,
     estimate_text_tokens,
     fallback_count,
     request_text,
@@ -23,6 +24,7 @@ __all__ = [
     "TokenCounterRegistry",
     "ToolRegistry",
     "ToolsetRegistry",
+    "UsageAnchors",
     "estimate_text_tokens",
     "fallback_count",
     "request_text",

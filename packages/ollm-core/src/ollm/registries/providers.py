@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from ollm.errors import PluginError, ProviderNotFoundError
+from ollm.errors import OllmError, PluginError, ProviderNotFoundError
 from ollm.types.provider import Closeable, ProviderAdapter
 from ollm.types.specs import ProviderSpec
 
@@ -61,25 +62,47 @@ class ProviderRegistry:
         """The provider called ``name``, or the default one when ``name`` is ``None``."""
         if name is None:
             return self.get_default()
+        provider = self._built.get(name)
+        if provider is not None:
+            return provider
+        factory = self._factory(name)
+        try:
+            provider = factory()
+        except OllmError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"Provider {name!r} failed to start: {exc}. "
+                "Run `ollm plugins` to see where it comes from."
+            ) from exc
+        self._built[name] = provider
+        return provider
+
+    def _factory(self, name: str) -> Callable[[], ProviderAdapter]:
+        """What builds ``name``: its spec's factory, or for ``base:profile`` its profile's."""
         spec = self._specs.get(name)
+        if spec is not None:
+            return spec.factory
+        base, colon, profile = name.partition(":")
+        spec = self._specs.get(base) if colon else None
         if spec is None:
             raise ProviderNotFoundError(self._unknown(name))
-        provider = self._built.get(name)
-        if provider is None:
-            try:
-                provider = spec.factory()
-            except Exception as exc:
-                raise PluginError(
-                    f"Provider {name!r} failed to start: {exc}. "
-                    "Run `ollm plugins` to see where it comes from."
-                ) from exc
-            self._built[name] = provider
-        return provider
+        profile_factory = spec.profile_factory
+        if profile_factory is None:
+            raise ProviderNotFoundError(
+                f"Provider {base!r} has no named profiles, so {name!r} means nothing. "
+                f"Use -p {base}."
+            )
+        if not profile:
+            raise ProviderNotFoundError(
+                f"{name!r} names no profile: write it as {base}:NAME, or use -p {base}."
+            )
+        return lambda: profile_factory(profile)
 
     def set_default(self, name: str) -> None:
         """Make ``name`` the default provider."""
         if name not in self._specs:
-            raise ProviderNotFoundError(self._unknown(name))
+            self._factory(name)  # raises unless it is a profile of a registered provider
         self._default = name
 
     @property

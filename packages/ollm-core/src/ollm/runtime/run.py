@@ -364,7 +364,15 @@ class ChatRun:
                 yield ToolCallStartEvent(call, turn.number)
         preset: dict[str, ToolOutcome] = {}
         for call in calls:
-            if call.id in turn.too_deep:
+            if call.invalid_args is not None:
+                preset[call.id] = refused_outcome(
+                    call,
+                    "its arguments are not a JSON object: "
+                    f"{_clip(call.invalid_args)}. Call it again with the arguments as one "
+                    "JSON object.",
+                    ErrorCode.INVALID_ARGUMENTS,
+                )
+            elif call.id in turn.too_deep:
                 preset[call.id] = refused_outcome(
                     call,
                     f"its arguments were nested more than {MAX_JSON_DEPTH} levels deep. Send "
@@ -466,3 +474,8 @@ class ChatRun:
                 await aclose()
             except Exception:
                 log.warning("closing the provider's stream failed", exc_info=True)
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    """``text`` quoted, cut to ``limit`` characters for a message."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")

@@ -59,11 +59,18 @@ Part = TextPart | ImagePart
 
 
 class ToolCall(msgspec.Struct, frozen=True, omit_defaults=True):
-    """A model's request to run one tool. ``args`` is always a JSON object."""
+    """A model's request to run one tool. ``args`` is always a JSON object.
+
+    ``invalid_args`` holds the arguments as the model wrote them when they were not a
+    JSON object (a provider's server passes them on as text): ``args`` is then empty,
+    the call is not run, and its result tells the model what was wrong, so it can
+    call again.
+    """
 
     id: str
     name: str
     args: dict[str, Any] = msgspec.field(default_factory=dict)
+    invalid_args: str | None = None
 
 
 class Message(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -76,6 +76,19 @@ class ModelInspection(Protocol):
 
 
 @runtime_checkable
+class ModelListing(Protocol):
+    """A provider that lists the models its server offers and describes one of them."""
+
+    async def list_models(self) -> list[ModelInfo]:
+        """The models available."""
+        ...
+
+    async def show_model(self, name: str) -> ModelInfo:
+        """One model in detail (raises ``ModelNotFoundError`` if missing)."""
+        ...
+
+
+@runtime_checkable
 class ModelManagement(Protocol):
     """A provider that lists, describes, downloads and deletes models."""
 

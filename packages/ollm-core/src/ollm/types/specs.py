@@ -36,12 +36,18 @@ class ProviderSpec(msgspec.Struct, frozen=True):
     ``factory`` takes no arguments and returns the provider; import heavy modules
     (an HTTP client) inside it, not at the top of the plugin module. ``default``
     asks to be the default provider when the user has not chosen one.
+
+    ``profile_factory`` (optional) builds the provider for a named configuration:
+    ``-p openai:vllm`` (or ``provider="openai:vllm"``) calls
+    ``profile_factory("vllm")``. It should raise an ``OllmError`` naming the known
+    profiles when there is no such one.
     """
 
     name: str
     factory: Callable[[], ProviderAdapter]
     description: str = ""
     default: bool = False
+    profile_factory: Callable[[str], ProviderAdapter] | None = None
 
 
 class TokenCounterSpec(msgspec.Struct, frozen=True):

@@ -14,6 +14,7 @@ import logging
 import select
 import socket
 import time
+from collections.abc import Iterable
 from email.utils import formatdate
 from http import HTTPStatus
 from urllib.parse import unquote
@@ -267,9 +268,15 @@ class Response:
             lines.append("Connection: close")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
-    def send(self, status: int, body: bytes = b"", content_type: str | None = None) -> bool:
-        """A complete response with a Content-Length."""
-        headers = []
+    def send(
+        self,
+        status: int,
+        body: bytes = b"",
+        content_type: str | None = None,
+        extra_headers: Iterable[tuple[str, str]] = (),
+    ) -> bool:
+        """A complete response with a Content-Length (and ``extra_headers``)."""
+        headers = list(extra_headers)
         if content_type is not None:
             headers.append(("Content-Type", content_type))
         headers.append(("Content-Length", str(len(body))))

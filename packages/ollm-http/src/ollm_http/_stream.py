@@ -1,0 +1,101 @@
+"""Reading a streamed reply on the hot path, stopping it at once, and ending it cleanly.
+
+A provider's chat stream reads the transport's own byte stream (no httpx layer on top),
+lets an abort signal shut the socket (one callback per stream instead of a cancel scope
+per read, which costs more than decoding a line), reads the few bytes after the last
+event so the connection goes back to the pool, and closes the reply even while its task
+is being cancelled. Ollama's NDJSON stream and the OpenAI-compatible SSE stream share
+these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+
+import anyio
+import httpx
+
+from ollm.types import AbortSignal
+
+__all__ = ["BodyRead", "abort_shuts_socket", "body_reader", "close_response", "drain"]
+
+log = logging.getLogger("ollm_http")
+
+BodyRead = Callable[[], Awaitable[bytes]]
+"""The next block of a body; raises ``StopAsyncIteration`` at its end."""
+
+# How long to wait for the body's end after the last event (it normally comes at once).
+DRAIN_SECONDS = 0.5
+
+
+def body_reader(response: httpx.Response) -> BodyRead:
+    """The next read of the body (raises ``StopAsyncIteration`` at its end).
+
+    The transport's own stream, with no layer of httpx's on top: the bytes as they
+    came, and the connection stays this stream's until the response is closed. A
+    compressed body (from a proxy) or one already in memory goes through httpx.
+    """
+    encoding = response.headers.get("content-encoding", "identity").lower()
+    stream = response.stream
+    if (
+        encoding == "identity"
+        and not response.is_stream_consumed
+        and isinstance(stream, httpx.AsyncByteStream)
+    ):
+        return stream.__aiter__().__anext__
+    return response.aiter_bytes().__anext__
+
+
+def abort_shuts_socket(response: httpx.Response, abort: AbortSignal) -> Callable[[], None] | None:
+    """Make ``abort`` shut the response's socket, so a pending read ends at once.
+
+    Returns the function that removes the callback, or ``None`` when the transport has
+    no socket (an injected one): then the caller guards each read instead.
+    """
+    network = response.extensions.get("network_stream")
+    get_extra_info = getattr(network, "get_extra_info", None)
+    if get_extra_info is None:
+        return None
+    try:
+        sock = get_extra_info("socket")
+    except Exception:
+        return None
+    shutdown = getattr(sock, "shutdown", None)
+    if shutdown is None:
+        return None
+
+    def shut() -> None:
+        # Thread-safe: the pending read sees the end of the stream, the server a close.
+        with contextlib.suppress(OSError):
+            shutdown(socket.SHUT_RDWR)
+
+    return abort.on_abort(shut)
+
+
+async def drain(reads: BodyRead, seconds: float = DRAIN_SECONDS) -> None:
+    """Read the few bytes after the last event (the body's end), so the connection is reused.
+
+    A reply ends with its last event and then the body's own end; stopping at the event
+    would leave the connection unfinished, and it could not serve the next request.
+    Bounded, and shielded: it runs while the stream is being closed.
+    """
+    with anyio.CancelScope(shield=True), anyio.move_on_after(seconds):
+        try:
+            while True:
+                await reads()
+        except StopAsyncIteration:
+            return
+        except Exception:
+            log.debug("the end of a finished reply could not be read", exc_info=True)
+
+
+async def close_response(response: httpx.Response) -> None:
+    """Close ``response`` even while the task is being cancelled: the server must see it."""
+    with anyio.CancelScope(shield=True):
+        try:
+            await response.aclose()
+        except Exception:
+            log.debug("closing a response failed", exc_info=True)

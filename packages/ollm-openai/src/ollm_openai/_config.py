@@ -1,0 +1,346 @@
+"""Where an OpenAI-compatible server is and how to talk to it: arguments, profiles, environment.
+
+One server is configured from the arguments, else the environment, else the defaults.
+Several live side by side as named profiles in a TOML file (``-p openai:vllm``)::
+
+    # ~/.config/ollm/openai.toml (or the file OLLM_OPENAI_PROFILES names)
+    [vllm]
+    base_url = "http://gpu-box:8000/v1"
+    model = "Qwen/Qwen3-8B"
+    api_key_env = "VLLM_API_KEY"
+    context_window = 32768
+
+    [lmstudio]
+    base_url = "http://127.0.0.1:1234/v1"
+    model = "qwen2.5-7b-instruct"
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import msgspec
+
+from ollm.errors import InvalidRequestError, ProviderNotFoundError
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "ENV_API_KEY",
+    "ENV_BASE_URL",
+    "ENV_PROFILES",
+    "OpenAIConfig",
+    "Profile",
+    "load_profiles",
+    "profiles_path",
+]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ENV_BASE_URL = "OPENAI_BASE_URL"
+ENV_API_KEY = "OPENAI_API_KEY"
+ENV_ORGANIZATION = "OPENAI_ORG_ID"
+ENV_PROJECT = "OPENAI_PROJECT_ID"
+ENV_MODEL = "OLLM_OPENAI_MODEL"
+ENV_TIMEOUT = "OLLM_OPENAI_TIMEOUT"
+ENV_CONNECT_TIMEOUT = "OLLM_OPENAI_CONNECT_TIMEOUT"
+ENV_PROFILES = "OLLM_OPENAI_PROFILES"
+ENV_HTTP = "OLLM_OPENAI_HTTP"
+
+# A local model can think for minutes before its first token; a hosted one rarely does.
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
+
+MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
+
+
+class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """One named server in the profiles file; every field is optional."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None
+    organization: str | None = None
+    project: str | None = None
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    model: str | None = None
+    timeout: float | None = None
+    connect_timeout: float | None = None
+    tools: bool | None = None
+    vision: bool | None = None
+    thinking: bool | None = None
+    context_window: int | None = None
+    max_tokens_field: MaxTokensField | None = None
+    stream_usage: bool | None = None
+    stream: bool | None = None
+    verify: bool | str | None = None
+    http: Literal["builtin", "httpx"] | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class OpenAIConfig:
+    """The settings of one OpenAI-compatible server, resolved.
+
+    ``api_key_setting`` names where the key comes from (or should), for messages.
+    ``official`` is true for OpenAI's own API, which refuses parameters that other
+    servers accept (``top_k``, ``chat_template_kwargs``).
+    """
+
+    base_url: str
+    api_key: str | None = None
+    api_key_setting: str = ENV_API_KEY
+    organization: str | None = None
+    project: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    default_model: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    tools: bool | None = None
+    vision: bool | None = None
+    thinking: bool | None = None
+    context_window: int | None = None
+    max_tokens_field: MaxTokensField | None = None
+    stream_usage: bool | None = None
+    stream: bool = True
+    verify: bool | str = True
+    http: Literal["builtin", "httpx"] = "builtin"
+    profile: str | None = None
+
+    @property
+    def official(self) -> bool:
+        """Whether this is OpenAI's own API."""
+        return (urlsplit(self.base_url).hostname or "").endswith("api.openai.com")
+
+    @property
+    def loopback(self) -> bool:
+        """Whether the server is on this machine (no proxy is ever used for it)."""
+        host = urlsplit(self.base_url).hostname or ""
+        if host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def where(self) -> str:
+        """How messages name the setting of the address (the profile, or the variable)."""
+        if self.profile is not None:
+            return f"base_url of the profile {self.profile!r} in {profiles_path()}"
+        return f"{ENV_BASE_URL} (or base_url=...)"
+
+    @classmethod
+    def resolve(
+        cls,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        organization: str | None = None,
+        project: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        model: str | None = None,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        profile: str | None = None,
+        http: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> OpenAIConfig:
+        """Arguments first, then the profile (if one is named), then the environment.
+
+        A profile's API key is its ``api_key``, else the variable its ``api_key_env``
+        names; it never falls back to ``OPENAI_API_KEY``, so a key for OpenAI is not
+        sent to another server by accident.
+        """
+        env = os.environ if environ is None else environ
+        chosen = Profile()
+        if profile is not None:
+            chosen = _profile(profile, env)
+        if profile is None:
+            url = base_url or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL
+            key_setting = ENV_API_KEY
+            key = api_key if api_key is not None else env.get(ENV_API_KEY)
+            org = organization or env.get(ENV_ORGANIZATION)
+            proj = project or env.get(ENV_PROJECT)
+            default_model = model or env.get(ENV_MODEL)
+        else:
+            if not (base_url or chosen.base_url):
+                raise InvalidRequestError(
+                    f"The profile {profile!r} in {profiles_path(env)} has no base_url. Add "
+                    'one, for example: base_url = "http://127.0.0.1:8000/v1"'
+                )
+            url = base_url or chosen.base_url or DEFAULT_BASE_URL
+            key_setting = (
+                chosen.api_key_env
+                if chosen.api_key_env
+                else f"api_key (or api_key_env) of the profile {profile!r}"
+            )
+            key = api_key if api_key is not None else chosen.api_key
+            if key is None and chosen.api_key_env:
+                key = env.get(chosen.api_key_env)
+            org = organization or chosen.organization
+            proj = project or chosen.project
+            default_model = model or chosen.model
+        url = _check_url(url, ENV_BASE_URL if profile is None else f"profile {profile!r}")
+        read = _seconds(
+            timeout if timeout is not None else chosen.timeout,
+            env.get(ENV_TIMEOUT),
+            ENV_TIMEOUT,
+            DEFAULT_TIMEOUT,
+        )
+        connect = _seconds(
+            connect_timeout if connect_timeout is not None else chosen.connect_timeout,
+            env.get(ENV_CONNECT_TIMEOUT),
+            ENV_CONNECT_TIMEOUT,
+            DEFAULT_CONNECT_TIMEOUT,
+        )
+        stack = http or chosen.http or env.get(ENV_HTTP) or "builtin"
+        if stack not in ("builtin", "httpx"):
+            raise InvalidRequestError(
+                f"{ENV_HTTP} (or http=...) is {stack!r}; use 'builtin' or 'httpx'."
+            )
+        merged_headers = {**chosen.headers, **(headers or {})}
+        values: dict[str, Any] = {
+            "tools": chosen.tools,
+            "vision": chosen.vision,
+            "thinking": chosen.thinking,
+            "context_window": chosen.context_window,
+            "max_tokens_field": chosen.max_tokens_field,
+            "stream_usage": chosen.stream_usage,
+        }
+        for name in ("verify", "stream"):
+            if getattr(chosen, name) is not None:
+                values[name] = getattr(chosen, name)
+        for name, value in overrides.items():
+            if name not in values and name not in ("verify", "stream"):
+                raise TypeError(f"OpenAIConfig.resolve() got an unexpected argument {name!r}")
+            if value is not None:
+                values[name] = value
+        return cls(
+            base_url=url,
+            api_key=key or None,
+            api_key_setting=key_setting,
+            organization=org or None,
+            project=proj or None,
+            headers=merged_headers,
+            default_model=default_model or None,
+            timeout=read,
+            connect_timeout=connect,
+            http=stack,  # type: ignore[arg-type]
+            profile=profile,
+            **values,
+        )
+
+
+def profiles_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The profiles file: ``OLLM_OPENAI_PROFILES``, else ``openai.toml`` in ollm's config folder."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(ENV_PROFILES)
+    if explicit:
+        return Path(explicit).expanduser()
+    if sys.platform == "win32" and env.get("APPDATA"):
+        base = Path(env["APPDATA"])
+    elif env.get("XDG_CONFIG_HOME"):
+        base = Path(env["XDG_CONFIG_HOME"])
+    else:
+        base = Path(env.get("HOME") or Path.home()) / ".config"
+    return base / "ollm" / "openai.toml"
+
+
+def load_profiles(environ: Mapping[str, str] | None = None) -> dict[str, Profile]:
+    """Every profile in the profiles file (none when there is no file)."""
+    import tomllib
+
+    path = profiles_path(environ)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidRequestError(
+            f"The OpenAI profiles file {path} cannot be read ({exc}). Fix it, or point "
+            f"{ENV_PROFILES} at another file."
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidRequestError(
+            f"The OpenAI profiles file {path} is not valid TOML ({exc}). Fix it: each profile "
+            'is a table, for example [vllm] with base_url = "http://127.0.0.1:8000/v1".'
+        ) from None
+    profiles: dict[str, Profile] = {}
+    for name, table in data.items():
+        if not isinstance(table, dict):
+            raise InvalidRequestError(
+                f"In the OpenAI profiles file {path}, {name!r} is not a table. Write each "
+                f'profile as [{name}] followed by its settings (base_url = "...").'
+            )
+        try:
+            profiles[name] = msgspec.convert(table, Profile)
+        except msgspec.ValidationError as exc:
+            raise InvalidRequestError(
+                f"The profile {name!r} in {path} is not valid: {exc}. Known settings: "
+                f"{', '.join(Profile.__struct_fields__)}."
+            ) from None
+    return profiles
+
+
+def _profile(name: str, environ: Mapping[str, str]) -> Profile:
+    profiles = load_profiles(environ)
+    profile = profiles.get(name)
+    if profile is not None:
+        return profile
+    path = profiles_path(environ)
+    if not profiles:
+        raise ProviderNotFoundError(
+            f"There is no OpenAI-compatible profile {name!r}: {path} has none. Create it "
+            f'with a table [{name}] holding base_url = "http://HOST:PORT/v1" (and model = '
+            f'"..."), or set {ENV_PROFILES} to the file that has it.'
+        )
+    raise ProviderNotFoundError(
+        f"There is no OpenAI-compatible profile {name!r} in {path}. Known profiles: "
+        f"{', '.join(sorted(profiles))}."
+    )
+
+
+def _check_url(url: str, setting: str) -> str:
+    url = url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidRequestError(
+            f"{url!r} ({setting}) is not an http:// or https:// address. Use the server's "
+            "base URL, for example http://127.0.0.1:8000/v1."
+        )
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        raise InvalidRequestError(
+            f"{url!r} ({setting}) has a port that is not between 1 and 65535."
+        ) from None
+    return url
+
+
+def _seconds(argument: float | None, text: str | None, variable: str, default: float) -> float:
+    if argument is not None:
+        value = float(argument)
+        where = "the timeout argument"
+    elif text:
+        try:
+            value = float(text)
+        except ValueError:
+            raise InvalidRequestError(
+                f"{variable} is {text!r}; it must be a number of seconds, such as 600."
+            ) from None
+        where = variable
+    else:
+        return default
+    if not value > 0 or math.isnan(value):
+        raise InvalidRequestError(f"{where} is {value}; it must be a positive number of seconds.")
+    return value

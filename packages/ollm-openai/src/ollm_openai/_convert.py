@@ -1,0 +1,313 @@
+"""ollm's requests in the Chat Completions format, and tool calls assembled from deltas.
+
+The rules (WIRE.md): the system prompt is the first message; a user message with images
+is a list of ``text`` and ``image_url`` parts (``data:`` URLs); an assistant message
+keeps its tool calls with arguments as a JSON *string*; a tool result is a ``tool``
+message with the ``tool_call_id`` it answers. ``tools`` and ``tool_choice`` are sent
+only when tools are offered.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from ollm.errors import InvalidRequestError
+from ollm.types import (
+    ImagePart,
+    Message,
+    ProviderRequest,
+    TextPart,
+    ToolCall,
+    ToolSchema,
+)
+from ollm_openai._config import MaxTokensField, OpenAIConfig
+from ollm_openai._wire import ToolCallDelta
+
+__all__ = [
+    "ToolCallAssembler",
+    "build_body",
+    "message_to_openai",
+    "new_call_id",
+    "tool_to_openai",
+]
+
+_encode = msgspec.json.Encoder().encode
+
+_REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+
+
+def new_call_id() -> str:
+    """An id for a tool call that came without one."""
+    return f"call_{secrets.token_hex(12)}"
+
+
+# -- messages --------------------------------------------------------------------------
+
+
+def _image_url(part: ImagePart) -> dict[str, Any]:
+    data = base64.b64encode(part.data).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": f"data:{part.mime_type};base64,{data}"}}
+
+
+def _text_of(message: Message) -> str:
+    return "".join(part.text for part in message.parts if isinstance(part, TextPart))
+
+
+def message_to_openai(message: Message) -> list[dict[str, Any]]:
+    """One ollm message as Chat Completions messages (a tool result with images is two)."""
+    role = message.role
+    images = [part for part in message.parts if isinstance(part, ImagePart)]
+    if role == "assistant":
+        wire: dict[str, Any] = {"role": "assistant", "content": _text_of(message)}
+        if message.tool_calls:
+            wire["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": _encode(call.args).decode()},
+                }
+                for call in message.tool_calls
+            ]
+            if not wire["content"]:
+                wire["content"] = None
+        return [wire]
+    if role == "tool":
+        if message.tool_call_id is None:
+            # A result that answers no native call (a strategy's): the model reads it as text.
+            return [{"role": "user", "content": _text_of(message)}]
+        tool: dict[str, Any] = {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id,
+            "content": _text_of(message),
+        }
+        if not images:
+            return [tool]
+        # A tool message holds text only: the images follow in a user message.
+        name = f" {message.name!r}" if message.name else ""
+        follow = [{"type": "text", "text": f"The images the tool{name} returned:"}]
+        return [tool, {"role": "user", "content": follow + [_image_url(i) for i in images]}]
+    if not images:
+        return [{"role": role, "content": _text_of(message)}]
+    parts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        else:
+            parts.append(_image_url(part))
+    return [{"role": role, "content": parts}]
+
+
+def tool_to_openai(tool: ToolSchema) -> dict[str, Any]:
+    """A tool as ``{"type": "function", "function": {name, description, parameters}}``."""
+    function: dict[str, Any] = {"name": tool.name, "parameters": tool.parameters}
+    if tool.description:
+        function["description"] = tool.description
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(choice: str, tools: tuple[ToolSchema, ...]) -> str | dict[str, Any]:
+    if choice in ("auto", "none", "required"):
+        return choice
+    if any(tool.name == choice for tool in tools):
+        return {"type": "function", "function": {"name": choice}}
+    raise InvalidRequestError(
+        f"tool_choice {choice!r} is none of 'auto', 'none', 'required' or the name of an "
+        f"offered tool ({', '.join(t.name for t in tools)})."
+    )
+
+
+# -- the request -----------------------------------------------------------------------
+
+
+def _number(name: str, value: object, *, integer: bool = False) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        kind = "an integer" if integer else "a number"
+        raise InvalidRequestError(f"options.{name} must be {kind}, not {value!r}.")
+    if integer and not isinstance(value, int):
+        raise InvalidRequestError(f"options.{name} must be an integer, not {value!r}.")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidRequestError(f"options.{name} must be a finite number, not {value!r}.")
+    return value
+
+
+def _response_format(value: object) -> dict[str, Any] | None:
+    if value is None or value == "":
+        return None
+    if value == "json":
+        return {"type": "json_object"}
+    if isinstance(value, dict):
+        if value.get("type") in ("json_object", "json_schema", "text") and (
+            "json_schema" in value or value.get("type") != "json_schema"
+        ):
+            return value  # already in OpenAI's shape
+        name = value.get("title") if isinstance(value.get("title"), str) else "response"
+        safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in str(name))[:64]
+        return {"type": "json_schema", "json_schema": {"name": safe or "response", "schema": value}}
+    raise InvalidRequestError(
+        f"response_format must be 'json' or a JSON Schema object, not {value!r}."
+    )
+
+
+def build_body(
+    request: ProviderRequest,
+    config: OpenAIConfig,
+    *,
+    stream: bool,
+    include_usage: bool,
+    max_tokens_field: MaxTokensField,
+) -> dict[str, Any]:
+    """The ``/chat/completions`` body for ``request``."""
+    if not isinstance(request.model, str) or not request.model.strip():
+        raise InvalidRequestError(
+            "The request names no model. Pass model=... (ollm chat -m NAME), or set a "
+            "default model (OLLM_OPENAI_MODEL, or model = ... in the profile)."
+        )
+    messages: list[dict[str, Any]] = []
+    if request.system_prompt:
+        messages.append({"role": "system", "content": request.system_prompt})
+    for message in request.messages:
+        messages.extend(message_to_openai(message))
+    body: dict[str, Any] = {"model": request.model, "messages": messages}
+    options = request.options
+    # `extra` first, so that the named options win over a key it repeats.
+    if options.extra:
+        body.update(options.extra)
+    if stream:
+        body["stream"] = True
+        if include_usage:
+            body["stream_options"] = {"include_usage": True}
+    if request.tools:
+        body["tools"] = [tool_to_openai(tool) for tool in request.tools]
+        body["tool_choice"] = _tool_choice(request.tool_choice, request.tools)
+    if options.temperature is not None:
+        body["temperature"] = _number("temperature", options.temperature)
+    if options.top_p is not None:
+        body["top_p"] = _number("top_p", options.top_p)
+    if options.seed is not None:
+        body["seed"] = _number("seed", options.seed, integer=True)
+    if options.max_tokens is not None:
+        body[max_tokens_field] = _number("max_tokens", options.max_tokens, integer=True)
+    if options.stop is not None:
+        stop: object = options.stop
+        items = (
+            [stop]
+            if isinstance(stop, str)
+            else list(stop)
+            if isinstance(stop, (list, tuple))
+            else None
+        )
+        if items is None or not all(isinstance(s, str) for s in items):
+            raise InvalidRequestError(f"options.stop must be a list of strings, not {stop!r}.")
+        if items:
+            body["stop"] = items
+    if not config.official:
+        # Accepted by vLLM, SGLang, llama.cpp and LM Studio; refused by OpenAI itself.
+        if options.top_k is not None:
+            body["top_k"] = _number("top_k", options.top_k, integer=True)
+        if options.repeat_penalty is not None:
+            body["repetition_penalty"] = _number("repeat_penalty", options.repeat_penalty)
+    response_format = _response_format(request.response_format)
+    if response_format is not None:
+        body["response_format"] = response_format
+    think = request.think
+    if isinstance(think, str) and think:
+        if think not in _REASONING_EFFORTS:
+            raise InvalidRequestError(
+                f"think={think!r}: an OpenAI-compatible server takes a reasoning effort "
+                f"({', '.join(_REASONING_EFFORTS)}), or True/False."
+            )
+        body["reasoning_effort"] = think
+    elif think is False and not config.official:
+        # vLLM and SGLang pass this to the chat template (Qwen3, DeepSeek R1 distills...).
+        body.setdefault("chat_template_kwargs", {"enable_thinking": False})
+    return body
+
+
+# -- tool calls from deltas ------------------------------------------------------------
+
+
+@dataclass
+class _Pending:
+    id: str | None = None
+    name: str = ""
+    pieces: list[str] = field(default_factory=list)
+    whole: dict[str, Any] | None = None
+
+
+class ToolCallAssembler:
+    """Tool calls built from a stream's deltas.
+
+    The first delta of a call carries its ``index``, ``id`` and name, later ones pieces
+    of the arguments; parallel calls interleave by ``index``. Servers that leave the
+    index out (one whole call per delta) get the next one; a delta that repeats the id
+    or name of its call adds nothing.
+    """
+
+    __slots__ = ("_calls", "_last")
+
+    def __init__(self) -> None:
+        self._calls: dict[int, _Pending] = {}
+        self._last: int | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self._calls)
+
+    def feed(self, deltas: list[ToolCallDelta]) -> None:
+        """Add the tool-call deltas of one chunk."""
+        for delta in deltas:
+            index = delta.index
+            function = delta.function
+            if index is None:
+                pending = self._calls.get(self._last) if self._last is not None else None
+                starts = pending is None or (
+                    (delta.id is not None and delta.id != pending.id)
+                    or (function is not None and bool(function.name) and bool(pending.name))
+                )
+                index = (max(self._calls) + 1 if self._calls else 0) if starts else self._last
+                assert index is not None
+            call = self._calls.get(index)
+            if call is None:
+                call = self._calls[index] = _Pending()
+            self._last = index
+            if delta.id and not call.id:
+                call.id = delta.id
+            if function is None:
+                continue
+            if function.name and not call.name:
+                call.name = function.name
+            arguments = function.arguments
+            if isinstance(arguments, str):
+                if arguments:
+                    call.pieces.append(arguments)
+            elif isinstance(arguments, dict):
+                call.whole = arguments
+
+    def calls(self) -> list[ToolCall]:
+        """The calls, in index order; arguments that are not a JSON object are kept aside."""
+        result: list[ToolCall] = []
+        for index in sorted(self._calls):
+            pending = self._calls[index]
+            call_id = pending.id or new_call_id()
+            if pending.whole is not None and not pending.pieces:
+                result.append(ToolCall(call_id, pending.name, pending.whole))
+                continue
+            text = "".join(pending.pieces)
+            if not text.strip():
+                result.append(ToolCall(call_id, pending.name, {}))
+                continue
+            try:
+                value = json.loads(text)
+            except (ValueError, RecursionError):
+                value = None
+            if isinstance(value, dict):
+                result.append(ToolCall(call_id, pending.name, value))
+            else:
+                result.append(ToolCall(call_id, pending.name, {}, invalid_args=text))
+        return result

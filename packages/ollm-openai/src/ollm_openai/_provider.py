@@ -1,0 +1,360 @@
+"""``OpenAIProvider``: chat, tools, models and embeddings on any OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+import httpx
+import msgspec
+
+from ollm.errors import (
+    BadResponseError,
+    ErrorCode,
+    InvalidRequestError,
+    ModelNotFoundError,
+    OllmError,
+)
+from ollm.registries import UsageAnchors
+from ollm.types import (
+    EmbeddingResult,
+    HealthStatus,
+    ModelCapabilities,
+    ModelInfo,
+    ProviderEvent,
+    ProviderRequest,
+    Usage,
+)
+from ollm_http import Reply, RetryPolicy
+from ollm_openai._chat import stream_chat, usage_from
+from ollm_openai._config import MaxTokensField, OpenAIConfig
+from ollm_openai._convert import build_body
+from ollm_openai._errors import PROVIDER, ServerError
+from ollm_openai._http import DEFAULT_RETRY, OpenAIHTTP
+from ollm_openai._wire import EmbeddingList, ModelCard
+
+__all__ = ["OpenAIProvider"]
+
+log = logging.getLogger(__name__)
+
+# How long a model list is reused for capabilities (a server's models rarely change).
+MODELS_SECONDS = 60.0
+_OTHER_FIELD: dict[MaxTokensField, MaxTokensField] = {
+    "max_tokens": "max_completion_tokens",
+    "max_completion_tokens": "max_tokens",
+}
+
+
+class OpenAIProvider:
+    """A provider for servers that speak OpenAI's Chat Completions API.
+
+    OpenAI itself, vLLM, SGLang, llama.cpp's ``llama-server``, LM Studio, a LiteLLM
+    proxy, Ollama's ``/v1``. Configuration comes from the arguments, else a named
+    ``profile`` (``openai.toml``, see ``ollm_openai.profiles_path()``), else the
+    environment: ``OPENAI_BASE_URL`` (default ``https://api.openai.com/v1``),
+    ``OPENAI_API_KEY`` (optional for local servers), ``OPENAI_ORG_ID``,
+    ``OPENAI_PROJECT_ID``, ``OLLM_OPENAI_MODEL`` (the default model),
+    ``OLLM_OPENAI_TIMEOUT`` (seconds to wait for the server's next bytes, 600) and
+    ``OLLM_OPENAI_CONNECT_TIMEOUT`` (10).
+
+    What the server's models can do is not in the API: say it with ``tools=``,
+    ``vision=``, ``thinking=`` and ``context_window=`` (or in the profile) when you
+    know; the context window is read from the model list where the server gives it
+    (vLLM's ``max_model_len``), and a server that refuses tools makes the runtime
+    switch to ReAct on its own. ``stream=False`` asks for whole replies (for a proxy
+    that buffers streams). ``retry`` bounds the waiting on HTTP 429.
+
+    The provider keeps one connection pool, opened on first use; close it with
+    ``await provider.aclose()`` or ``async with OpenAIProvider(...) as provider``.
+    """
+
+    name = "openai"
+    handles_abort = True
+    embed_batch_size = 256
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        model: str | None = None,
+        organization: str | None = None,
+        project: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        profile: str | None = None,
+        tools: bool | None = None,
+        vision: bool | None = None,
+        thinking: bool | None = None,
+        context_window: int | None = None,
+        max_tokens_field: MaxTokensField | None = None,
+        stream_usage: bool | None = None,
+        stream: bool | None = None,
+        verify: bool | str | None = None,
+        http: str | None = None,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = OpenAIConfig.resolve(
+            base_url,
+            api_key=api_key,
+            organization=organization,
+            project=project,
+            headers=headers,
+            model=model,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            profile=profile,
+            http=http,
+            environ=os.environ if environ is None else environ,
+            tools=tools,
+            vision=vision,
+            thinking=thinking,
+            context_window=context_window,
+            max_tokens_field=max_tokens_field,
+            stream_usage=stream_usage,
+            stream=stream,
+            verify=verify,
+        )
+        if profile is not None:
+            self.name = f"openai:{profile}"
+        self._http = OpenAIHTTP(self.config, transport, retry or DEFAULT_RETRY)
+        # Learnt from the server's refusals, for the life of the provider.
+        self._include_usage = self.config.stream_usage is not False
+        self._max_tokens_field: MaxTokensField = self.config.max_tokens_field or (
+            "max_completion_tokens" if self.config.official else "max_tokens"
+        )
+        self._anchors = UsageAnchors()
+        self._models: tuple[float, dict[str, ModelCard]] | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The server's base URL, for example ``http://127.0.0.1:8000/v1``."""
+        return self.config.base_url
+
+    @property
+    def default_model(self) -> str | None:
+        """The model used when a chat names none (``OLLM_OPENAI_MODEL``, the profile's)."""
+        return self.config.default_model
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(base_url={self.config.base_url!r})"
+
+    # -- chat --------------------------------------------------------------------------
+
+    def chat_stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        """Stream the reply to ``request``: text, thinking, tool calls, then the finish."""
+        return stream_chat(self, request)
+
+    def _body(self, request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
+        return build_body(
+            request,
+            self.config,
+            stream=stream,
+            include_usage=self._include_usage,
+            max_tokens_field=self._max_tokens_field,
+        )
+
+    def _check(self, request: ProviderRequest) -> None:
+        """Raise the error a request would fail with before anything is sent."""
+        msgspec.json.encode(self._body(request, stream=self.config.stream))
+
+    async def _open_chat(self, request: ProviderRequest, *, stream: bool) -> Reply:
+        def adjust(said: ServerError) -> bool:
+            # A server that does not take an option this request sent: drop or swap it.
+            if stream and self._include_usage and said.mentions("stream_options"):
+                log.info("%s refuses stream_options: no usage from it", self.base_url)
+                self._include_usage = False
+                return True
+            field = self._max_tokens_field
+            if request.options.max_tokens is not None and said.mentions(field):
+                self._max_tokens_field = _OTHER_FIELD[field]
+                log.info("%s refuses %s: sending %s", self.base_url, field, _OTHER_FIELD[field])
+                return True
+            return False
+
+        return await self._http.open(
+            "POST",
+            "/chat/completions",
+            lambda: self._body(request, stream=stream),
+            model=request.model,
+            stream=stream,
+            adjust=adjust,
+        )
+
+    def _replied(self, request: ProviderRequest, usage: Usage | None) -> None:
+        """Note what the server counted for a complete reply."""
+        if usage is not None:
+            self._anchors.remember(request, usage.prompt_tokens)
+
+    # -- tokens and capabilities -------------------------------------------------------
+
+    async def count_tokens(self, request: ProviderRequest) -> int:
+        """The prompt tokens of ``request``, anchored on what the server last counted.
+
+        When the history only grew since the server's last reply for this model, the
+        estimate is that reply's ``prompt_tokens`` plus characters / 4 of the new
+        messages; else characters / 4 of the whole request.
+        """
+        return self._anchors.count(request)
+
+    async def model_capabilities(self, model: str) -> ModelCapabilities:
+        """What the configuration says ``model`` supports; the window also from the server.
+
+        Never fails for want of a server: what is not known is ``None``.
+        """
+        config = self.config
+        window = config.context_window
+        if window is None:
+            card = await self._card(model)
+            if card is not None:
+                window = card.max_model_len or card.context_length
+        return ModelCapabilities(
+            tools=config.tools,
+            vision=config.vision,
+            thinking=config.thinking,
+            context_window=window,
+        )
+
+    async def _card(self, model: str) -> ModelCard | None:
+        snapshot = self._models
+        if snapshot is None or time.monotonic() - snapshot[0] > MODELS_SECONDS:
+            try:
+                listing = await self._http.models(short=True)
+            except Exception:
+                log.debug("the model list of %s is unknown", self.base_url, exc_info=True)
+                return None
+            snapshot = self._models = (time.monotonic(), {c.id: c for c in listing.data})
+        return snapshot[1].get(model)
+
+    # -- models ------------------------------------------------------------------------
+
+    async def list_models(self) -> list[ModelInfo]:
+        """The models the server serves (``GET /models``), sorted by name."""
+        listing = await self._http.models()
+        self._models = (time.monotonic(), {c.id: c for c in listing.data})
+        return sorted((self._info(card) for card in listing.data), key=lambda m: m.name)
+
+    async def show_model(self, name: str) -> ModelInfo:
+        """One model as the server lists it; raises ``ModelNotFoundError`` when it has none."""
+        listing = await self._http.models()
+        self._models = (time.monotonic(), {c.id: c for c in listing.data})
+        for card in listing.data:
+            if card.id == name:
+                return self._info(card)
+        names = [card.id for card in listing.data]
+        shown = ", ".join(names[:12]) or "none"
+        raise ModelNotFoundError(
+            f"The server at {self.base_url} has no model {name!r}. It has: {shown}.",
+            provider=PROVIDER,
+            model=name,
+        )
+
+    def _info(self, card: ModelCard) -> ModelInfo:
+        window = self.config.context_window or card.max_model_len or card.context_length
+        details: dict[str, Any] = {}
+        for key in ("owned_by", "root", "parent"):
+            value = getattr(card, key)
+            if value:
+                details[key] = value
+        return ModelInfo(
+            name=card.id,
+            modified_at=datetime.fromtimestamp(card.created, UTC) if card.created else None,
+            capabilities=ModelCapabilities(
+                tools=self.config.tools,
+                vision=self.config.vision,
+                thinking=self.config.thinking,
+                context_window=window,
+            ),
+            details=details,
+        )
+
+    # -- embeddings and health ---------------------------------------------------------
+
+    async def embed(
+        self, model: str, texts: Sequence[str], *, dimensions: int | None = None
+    ) -> EmbeddingResult:
+        """One vector per text, in order, in batches of ``embed_batch_size``."""
+        if isinstance(texts, str):
+            raise InvalidRequestError("embed() takes a list of texts, not one string.")
+        items = list(texts)
+        if not all(isinstance(text, str) for text in items):
+            raise InvalidRequestError("embed() takes a list of strings.")
+        vectors: list[list[float]] = []
+        prompt = 0
+        size = max(1, self.embed_batch_size)
+        for start in range(0, len(items), size):
+            batch = items[start : start + size]
+            payload: dict[str, Any] = {"model": model, "input": batch, "encoding_format": "float"}
+            if dimensions is not None:
+                payload["dimensions"] = dimensions
+            result: EmbeddingList = await self._http.call(
+                "POST", "/embeddings", EmbeddingList, payload, model=model
+            )
+            ordered = sorted(result.data, key=lambda item: item.index)
+            if len(ordered) != len(batch):
+                raise BadResponseError(
+                    f"The server at {self.base_url} returned {len(ordered)} vectors for "
+                    f"{len(batch)} texts. Check that {model!r} is an embedding model.",
+                    provider=PROVIDER,
+                    model=model,
+                )
+            vectors.extend(item.embedding for item in ordered)
+            usage = usage_from(result.usage)
+            if usage is not None:
+                prompt += usage.prompt_tokens
+        usage_total = Usage(prompt_tokens=prompt, total_tokens=prompt) if prompt else None
+        return EmbeddingResult(model=model, vectors=vectors, usage=usage_total)
+
+    async def health(self) -> HealthStatus:
+        """Whether the server answers ``GET /models``, and how fast. Never raises."""
+        checked_at = datetime.now(UTC)
+        started = time.perf_counter()
+        try:
+            await self._http.models(short=True)
+        except OllmError as exc:
+            return HealthStatus(
+                ok=False,
+                provider=self.name,
+                checked_at=checked_at,
+                error=exc.message,
+                error_code=exc.code,
+            )
+        except Exception as exc:
+            return HealthStatus(
+                ok=False,
+                provider=self.name,
+                checked_at=checked_at,
+                error=f"Checking {self.base_url} failed: {type(exc).__name__}: {exc}",
+                error_code=ErrorCode.PROVIDER_ERROR,
+            )
+        return HealthStatus(
+            ok=True,
+            provider=self.name,
+            checked_at=checked_at,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the connection pool (a later request opens a new one)."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> OpenAIProvider:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,609 @@
+"""``FakeOpenAIServer``: a real HTTP server on 127.0.0.1 that speaks the Chat Completions API."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import Any
+
+from ollm_testutils._vectors import text_vector
+from ollm_testutils.fake_openai._script import (
+    AUTO,
+    Flavor,
+    OpenAIReply,
+    OpenAIToolCall,
+    RecordedRequest,
+)
+from ollm_testutils.httpserver._connection import Connection, HttpRequest, Response
+from ollm_testutils.httpserver._server import HttpServer
+
+__all__ = ["FakeOpenAIServer", "ReplyFunction"]
+
+ReplyFunction = Callable[[dict[str, Any]], "OpenAIReply | str | None"]
+"""Computes the reply to a chat request from its JSON body; ``None`` for the default."""
+
+_JSON = "application/json"
+_SSE = "text/event-stream; charset=utf-8"
+_INVALID = "invalid_request_error"
+
+# What each server says when tools are sent and it cannot parse tool calls.
+_NO_TOOLS: dict[str, str] = {
+    "vllm": (
+        '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+    ),
+    "sglang": "Tool calling is not supported: start the server with --tool-call-parser",
+    "llamacpp": "tools param requires --jinja flag",
+    "ollama": "registry.ollama.ai/library/{model}:latest does not support tools",
+    "lmstudio": "This model does not support tools",
+    "openai": "tools are not supported for this model",
+    "litellm": "litellm.BadRequestError: tools are not supported for this model",
+}
+
+
+def _context_message(flavor: str, window: int, used: int) -> tuple[str, str | None, str | None]:
+    """(message, type, code) of a context-length refusal, as each server words it."""
+    if flavor == "openai":
+        return (
+            f"This model's maximum context length is {window} tokens. However, your messages "
+            f"resulted in {used} tokens. Please reduce the length of the messages.",
+            "invalid_request_error",
+            "context_length_exceeded",
+        )
+    if flavor == "llamacpp":
+        return (
+            "the request exceeds the available context size, try increasing it",
+            "exceed_context_size_error",
+            None,
+        )
+    if flavor == "sglang":
+        return (
+            f"The input ({used} tokens) is longer than the model's context length "
+            f"({window} tokens).",
+            "BadRequestError",
+            None,
+        )
+    return (
+        f"This model's maximum context length is {window} tokens. However, you requested "
+        f"{used} tokens in the messages, Please reduce the length of the messages.",
+        "BadRequestError",
+        None,
+    )
+
+
+class FakeOpenAIServer:
+    """A fake OpenAI-compatible server on 127.0.0.1 at a free port, under ``/v1``.
+
+    ::
+
+        with FakeOpenAIServer(flavor="vllm") as server:
+            server.script(OpenAIReply(["Hel", "lo"]), OpenAIReply(tool_calls=[("f", {})]))
+            provider = OpenAIProvider(server.base_url)
+            ...
+            assert server.chat_requests[0].json["messages"][0]["content"] == "hi"
+
+    ``flavor`` replays one server's wire format: its tool-call framing (split deltas
+    for OpenAI, vLLM and SGLang; one whole call per delta for llama.cpp; whole calls
+    without ``index`` or ``id`` and ``finish_reason: "stop"`` for LM Studio), its
+    reasoning field (``reasoning_content`` for vLLM/SGLang, ``reasoning`` for
+    Ollama), its error bodies and wordings (context length, no tool parser), and its
+    model list (vLLM's ``max_model_len``). Settings a test can change at any time:
+    ``tools_supported`` (False plays vLLM without ``--enable-auto-tool-choice``),
+    ``accepts_stream_options``, ``accepts_max_tokens`` (False plays a reasoning model
+    on OpenAI), ``api_key`` (required when set), ``context_window`` (refuses longer
+    prompts, counted as characters / 4), ``events_per_write`` (events per HTTP chunk).
+
+    Chat requests play the next scripted reply, else the reply function's, else
+    ``default_reply``, else a short greeting. Every request is recorded in
+    ``requests``. Also ``async with``, or the ``fake_openai`` pytest fixture.
+    """
+
+    def __init__(
+        self,
+        *,
+        flavor: Flavor = "openai",
+        models: Iterable[str] = ("gpt-test", "text-embedding-test"),
+        port: int = 0,
+    ) -> None:
+        self.flavor: Flavor = flavor
+        self.models: list[str] = list(models)
+        self.default_reply: OpenAIReply | None = None
+        self.tools_supported = True
+        self.accepts_stream_options = True
+        self.accepts_max_tokens = True
+        self.api_key: str | None = None
+        self.context_window: int | None = None
+        self.max_model_len = 32768
+        self.embedding_dimensions = 8
+        self.events_per_write = 1
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._script: deque[OpenAIReply] = deque()
+        self._function: ReplyFunction | None = None
+        self._ids = itertools.count(1)
+        self._http = HttpServer(self._handle, port=port)
+        self._started = False
+
+    # -- life cycle -------------------------------------------------------------------
+
+    def start(self) -> FakeOpenAIServer:
+        """Start serving (idempotent); returns the server."""
+        if not self._started:
+            self._http.start()
+            self._started = True
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: open connections are closed, hanging replies end."""
+        if self._started:
+            self._http.stop()
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        import anyio.to_thread
+
+        await anyio.to_thread.run_sync(self.stop)
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (once started)."""
+        if not self._started:
+            raise RuntimeError(
+                "The FakeOpenAIServer is not started: use it as a context manager "
+                "(with FakeOpenAIServer() as server), or call start() first."
+            )
+        return self._http.port
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (the server's root)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``, as ``OPENAI_BASE_URL`` takes it."""
+        return f"{self.url}/v1"
+
+    @property
+    def open_connections(self) -> int:
+        """Client connections open right now."""
+        return self._http.open_connections
+
+    @property
+    def connections_accepted(self) -> int:
+        """Connections accepted since the start."""
+        return self._http.connections_accepted
+
+    # -- scripting ---------------------------------------------------------------------
+
+    def script(self, *replies: OpenAIReply | str) -> FakeOpenAIServer:
+        """Queue replies for the next chat requests (a string is one text piece)."""
+        with self._lock:
+            self._script.extend(_as_reply(reply) for reply in replies)
+        return self
+
+    @property
+    def remaining(self) -> int:
+        """Scripted replies not used yet."""
+        return len(self._script)
+
+    def reply_with(self, function: ReplyFunction | None) -> FakeOpenAIServer:
+        """Compute replies from each chat request's JSON body once the script is used up."""
+        if function is not None and inspect.iscoroutinefunction(function):
+            raise TypeError("reply_with takes a plain function; it runs in the server thread")
+        self._function = function
+        return self
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """The requests to ``/v1/chat/completions``."""
+        return [r for r in list(self.requests) if r.path == "/v1/chat/completions"]
+
+    def reset(self) -> None:
+        """Forget the script, the recorded requests and the settings' changes."""
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+        self._function = None
+        self.default_reply = None
+        self.tools_supported = True
+        self.accepts_stream_options = True
+        self.accepts_max_tokens = True
+        self.api_key = None
+        self.context_window = None
+
+    # -- serving -----------------------------------------------------------------------
+
+    def _record(self, request: HttpRequest, completed: bool) -> None:
+        with self._lock:
+            self.requests.append(
+                RecordedRequest(
+                    request.method, request.path, dict(request.headers), request.body, completed
+                )
+            )
+
+    def _handle(self, request: HttpRequest, response: Response, connection: Connection) -> None:
+        completed = True
+        try:
+            completed = self._route(request, response, connection)
+        finally:
+            self._record(request, completed)
+
+    def _route(self, request: HttpRequest, response: Response, connection: Connection) -> bool:
+        if self.api_key is not None:
+            given = request.headers.get("authorization", "")
+            if given != f"Bearer {self.api_key}":
+                what = "Incorrect API key provided." if given else "You didn't provide an API key."
+                return self._error(response, 401, what, "invalid_request_error", "invalid_api_key")
+        path, method = request.path, request.method
+        if path == "/v1/models" and method == "GET":
+            return self._json(response, 200, self._model_list())
+        if path == "/v1/chat/completions" and method == "POST":
+            return self._chat(request, response, connection)
+        if path == "/v1/embeddings" and method == "POST":
+            return self._embeddings(request, response)
+        return self._json(response, 404, {"detail": "Not Found"})
+
+    def _json(self, response: Response, status: int, value: Any) -> bool:
+        return response.send(status, json.dumps(value).encode(), _JSON)
+
+    def _error(
+        self,
+        response: Response,
+        status: int,
+        message: str,
+        type: str | None = None,
+        code: str | int | None = None,
+        param: str | None = None,
+    ) -> bool:
+        if self.flavor in ("vllm", "sglang", "llamacpp") and code is None:
+            code = status
+        body = {"error": {"message": message, "type": type, "param": param, "code": code}}
+        return self._json(response, status, body)
+
+    def _model_list(self) -> dict[str, Any]:
+        data = []
+        for name in self.models:
+            card: dict[str, Any] = {
+                "id": name,
+                "object": "model",
+                "created": 1700000000,
+                "owned_by": "vllm" if self.flavor == "vllm" else "system",
+            }
+            if self.flavor in ("vllm", "sglang"):
+                card["max_model_len"] = self.max_model_len
+                card["root"] = name
+            data.append(card)
+        return {"object": "list", "data": data}
+
+    def _embeddings(self, request: HttpRequest, response: Response) -> bool:
+        try:
+            body = json.loads(request.body)
+        except ValueError:
+            return self._error(response, 400, "the body is not JSON", "invalid_request_error")
+        model = body.get("model")
+        if model not in self.models:
+            return self._error(
+                response, 404, f"The model `{model}` does not exist.", "NotFoundError"
+            )
+        texts = body.get("input")
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list):
+            return self._error(response, 400, "input must be a list", "invalid_request_error")
+        size = body.get("dimensions") or self.embedding_dimensions
+        data = [
+            {"object": "embedding", "index": i, "embedding": text_vector(str(t), size, salt=model)}
+            for i, t in enumerate(texts)
+        ]
+        data.reverse()  # the order is the index's, not the list's: clients must sort
+        tokens = sum(len(str(t)) for t in texts) // 4
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return self._json(
+            response, 200, {"object": "list", "data": data, "model": model, "usage": usage}
+        )
+
+    def _next_reply(self, body: dict[str, Any]) -> OpenAIReply:
+        with self._lock:
+            if self._script:
+                return self._script.popleft()
+            function = self._function
+        if function is not None:
+            computed = function(body)
+            if computed is not None:
+                return _as_reply(computed)
+        return self.default_reply or OpenAIReply(["Hello", "! How can I help?"])
+
+    def _chat(self, request: HttpRequest, response: Response, connection: Connection) -> bool:
+        try:
+            body = json.loads(request.body)
+        except ValueError:
+            return self._error(
+                response, 400, "The body is not valid JSON.", "invalid_request_error"
+            )
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return self._error(
+                response, 400, "'messages' is a required property", "invalid_request_error"
+            )
+        model = body.get("model")
+        if model not in self.models:
+            if self.flavor == "ollama":
+                message = f'model "{model}" not found, try pulling it first'
+                return self._error(response, 404, message, "api_error")
+            return self._error(
+                response,
+                404,
+                f"The model `{model}` does not exist or you do not have access to it.",
+                "invalid_request_error" if self.flavor == "openai" else "NotFoundError",
+                "model_not_found" if self.flavor == "openai" else None,
+                "model",
+            )
+        streaming = bool(body.get("stream"))
+        if "stream_options" in body and (not self.accepts_stream_options or not streaming):
+            if not streaming and self.flavor != "openai":
+                pass  # most servers ignore it without stream
+            else:
+                return self._error(
+                    response,
+                    400,
+                    "Unrecognized request argument supplied: stream_options",
+                    "invalid_request_error",
+                )
+        if "max_tokens" in body and not self.accepts_max_tokens:
+            return self._error(
+                response,
+                400,
+                "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                "'max_completion_tokens' instead.",
+                "invalid_request_error",
+                "unsupported_parameter",
+                "max_tokens",
+            )
+        if body.get("tools") and not self.tools_supported and body.get("tool_choice") != "none":
+            return self._error(
+                response,
+                400,
+                _NO_TOOLS[self.flavor].format(model=model),
+                "BadRequestError" if self.flavor in ("vllm", "sglang") else "invalid_request_error",
+            )
+        if self.context_window is not None:
+            used = len(json.dumps(body["messages"])) // 4
+            if used > self.context_window:
+                message, kind, code = _context_message(self.flavor, self.context_window, used)
+                return self._error(response, 400, message, kind, code)
+        reply = self._next_reply(body)
+        if reply.delay and not connection.wait(reply.delay):
+            return False
+        if reply.status >= 400:
+            head = [(k, v) for k, v in reply.headers.items()]
+            return self._send_with_headers(response, reply.status, reply.error or {}, head)
+        if reply.raw is not None:
+            response.start_chunked(200, _SSE)
+            for piece in reply.raw:
+                if not response.write(piece):
+                    return False
+            return response.end()
+        if not streaming:
+            return self._json(response, 200, self._completion(body, reply))
+        return self._stream(body, reply, response, connection)
+
+    def _send_with_headers(
+        self, response: Response, status: int, error: Any, headers: list[tuple[str, str]]
+    ) -> bool:
+        if self.flavor in ("vllm", "sglang", "llamacpp") and isinstance(error, dict):
+            error = {**error, "code": error.get("code") or status}
+        data = json.dumps({"error": error}).encode()
+        return response.send(status, data, _JSON, headers)
+
+    # -- replies -----------------------------------------------------------------------
+
+    def _call_id(self) -> str | None:
+        if self.flavor == "lmstudio":
+            return None
+        if self.flavor == "vllm":
+            return f"chatcmpl-tool-{secrets.token_hex(16)}"
+        if self.flavor == "ollama":
+            return f"call_{secrets.token_hex(4)}"
+        return f"call_{secrets.token_hex(12)}"
+
+    def _usage(self, body: dict[str, Any], reply: OpenAIReply) -> dict[str, int]:
+        if reply.usage is not AUTO and reply.usage is not None:
+            prompt, completion = reply.usage
+        else:
+            prompt = max(1, len(json.dumps(body.get("messages"))) // 4)
+            completion = max(1, len("".join(reply.pieces)) // 4)
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+
+    def _finish_reason(self, reply: OpenAIReply) -> str | None:
+        if reply.finish_reason is not AUTO:
+            return reply.finish_reason
+        if reply.calls and self.flavor != "lmstudio":
+            return "tool_calls"
+        return "stop"
+
+    def _reasoning_field(self) -> str:
+        return "reasoning" if self.flavor in ("ollama", "litellm") else "reasoning_content"
+
+    def _completion(self, body: dict[str, Any], reply: OpenAIReply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.pieces) or None}
+        if reply.reasoning_pieces:
+            message[self._reasoning_field()] = "".join(reply.reasoning_pieces)
+        if reply.calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id if call.id is not AUTO else self._call_id(),
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_text},
+                }
+                for call in reply.calls
+            ]
+        if reply.refusal:
+            message["refusal"] = reply.refusal
+        result: dict[str, Any] = {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": self._finish_reason(reply)}
+            ],
+        }
+        if reply.usage is not None:
+            result["usage"] = self._usage(body, reply)
+        return result
+
+    def _tool_deltas(self, reply: OpenAIReply) -> list[list[dict[str, Any]]]:
+        """The ``tool_calls`` of each delta that carries calls, framed as the flavor does."""
+        framing = reply.tool_call_framing or (
+            "whole" if self.flavor in ("llamacpp", "lmstudio", "ollama") else "split"
+        )
+        calls = reply.calls
+        ids = [call.id if call.id is not AUTO else self._call_id() for call in calls]
+        indexed = self.flavor != "lmstudio"
+
+        def head(i: int, call: OpenAIToolCall, arguments: str) -> dict[str, Any]:
+            delta: dict[str, Any] = {
+                "type": "function",
+                "function": {"name": call.name, "arguments": arguments},
+            }
+            if indexed:
+                delta["index"] = i
+            if ids[i] is not None:
+                delta["id"] = ids[i]
+            return delta
+
+        if framing == "whole":
+            return [[head(i, call, call.arguments_text)] for i, call in enumerate(calls)]
+        pieces = [_split(call.arguments_text, 3) for call in calls]
+        deltas: list[list[dict[str, Any]]] = [[head(i, call, "")] for i, call in enumerate(calls)]
+        fragments = [
+            [{"index": i, "function": {"arguments": piece}}]
+            for i in range(len(calls))
+            for piece in pieces[i]
+        ]
+        if framing == "interleaved":
+            deltas = [[head(i, call, "")] for i, call in enumerate(calls)]
+            longest = max((len(p) for p in pieces), default=0)
+            for n in range(longest):
+                for i in range(len(calls)):
+                    if n < len(pieces[i]):
+                        deltas.append([{"index": i, "function": {"arguments": pieces[i][n]}}])
+            return deltas
+        ordered: list[list[dict[str, Any]]] = []
+        for i in range(len(calls)):
+            ordered.append(deltas[i])
+            ordered.extend(f for f in fragments if f[0]["index"] == i)
+        return ordered
+
+    def _stream(
+        self,
+        body: dict[str, Any],
+        reply: OpenAIReply,
+        response: Response,
+        connection: Connection,
+    ) -> bool:
+        ident = f"chatcmpl-{next(self._ids)}"
+        created = int(time.time())
+        model = body.get("model")
+
+        def chunk(delta: dict[str, Any] | None, finish: str | None = None, **extra: Any) -> bytes:
+            choices = (
+                []
+                if delta is None
+                else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+            )
+            value = {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": choices,
+                **extra,
+            }
+            return b"data: " + json.dumps(value).encode() + b"\n\n"
+
+        events: list[bytes] = [chunk({"role": "assistant", "content": ""})]
+        field = self._reasoning_field()
+        events.extend(chunk({field: piece}) for piece in reply.reasoning_pieces)
+        events.extend(chunk({"content": piece}) for piece in reply.pieces)
+        if reply.refusal:
+            events.append(chunk({"refusal": reply.refusal}))
+        text_events = len(events)
+        events.extend(chunk({"tool_calls": calls}) for calls in self._tool_deltas(reply))
+        options = body.get("stream_options") or {}
+        wants_usage = reply.usage is not None and (
+            reply.usage is not AUTO
+            or (isinstance(options, dict) and options.get("include_usage"))
+            or self.flavor == "llamacpp"
+        )
+        finish = self._finish_reason(reply)
+        if self.flavor == "llamacpp" and wants_usage:
+            events.append(chunk({}, finish, usage=self._usage(body, reply)))
+        else:
+            if finish is not None:
+                events.append(chunk({}, finish))
+            if wants_usage:
+                events.append(chunk(None, usage=self._usage(body, reply)))
+        if reply.midstream_error is not None:
+            events = events[:text_events]
+            error = {"error": dict(reply.midstream_error)}
+            events.append(b"data: " + json.dumps(error).encode() + b"\n\n")
+        elif reply.end == "done":
+            events.append(b"data: [DONE]\n\n")
+        if not response.start_chunked(200, _SSE):
+            return False
+        per_write = max(1, self.events_per_write)
+        for n in range(0, len(events), per_write):
+            if reply.end == "cut" and n >= text_events:
+                response.abort()
+                return False
+            if not response.write(b"".join(events[n : n + per_write])):
+                return False
+            if reply.hang and n + per_write >= min(text_events, len(events)):
+                connection.wait(None)
+                return False
+            if reply.chunk_delay and not connection.wait(reply.chunk_delay):
+                return False
+        if reply.end == "cut":
+            response.abort()
+            return False
+        return response.end()
+
+
+def _split(text: str, parts: int) -> list[str]:
+    if not text:
+        return []
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _as_reply(reply: OpenAIReply | str) -> OpenAIReply:
+    return OpenAIReply([reply]) if isinstance(reply, str) else reply
