@@ -162,7 +162,7 @@ def error_from_reply(
             **common,
         )
     if status == 404:
-        if model is not None and (said.mentions("model") or path.endswith("/completions")):
+        if model is not None and said.mentions("model"):
             if available:
                 shown = ", ".join(list(available)[:12])
                 more = f" and {len(available) - 12} more" if len(available) > 12 else ""

@@ -165,7 +165,7 @@ class OpenAIHTTP:
                 if adjust is not None and reply.status in (400, 422) and adjust(said):
                     continue
                 available = None
-                if reply.status == 404 and model is not None:
+                if reply.status == 404 and model is not None and said.mentions("model"):
                     available = await self.model_names()
                 raise error_from_reply(
                     said,

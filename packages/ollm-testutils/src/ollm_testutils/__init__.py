@@ -1,4 +1,5 @@
-"""Test ollm applications and plugins: mock providers, a fake Ollama server, pytest fixtures.
+"""Test ollm applications and plugins: mock providers, fake Ollama and OpenAI-compatible
+servers, pytest fixtures.
 
 Names load on first use, so ``import ollm_testutils`` stays cheap: the fake server and
 its HTTP machinery are imported only when a test asks for them.
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
         OllamaToolCall,
         RecordedRequest,
     )
+    from ollm_testutils.fake_openai import FakeOpenAIServer, OpenAIReply, OpenAIToolCall
     from ollm_testutils.mock import FunctionProvider, MockProvider, Reply, ScriptedProvider
 
 _LAZY: dict[str, str] = {
@@ -30,6 +32,7 @@ _LAZY: dict[str, str] = {
     "EchoProvider": "ollm_testutils.echo",
     "EventCollector": "ollm_testutils.events",
     "FakeOllamaServer": "ollm_testutils.fake_ollama",
+    "FakeOpenAIServer": "ollm_testutils.fake_openai",
     "FunctionProvider": "ollm_testutils.mock",
     "MockEmbeddings": "ollm_testutils.capabilities",
     "MockModels": "ollm_testutils.capabilities",
@@ -37,6 +40,8 @@ _LAZY: dict[str, str] = {
     "OllamaModel": "ollm_testutils.fake_ollama",
     "OllamaReply": "ollm_testutils.fake_ollama",
     "OllamaToolCall": "ollm_testutils.fake_ollama",
+    "OpenAIReply": "ollm_testutils.fake_openai",
+    "OpenAIToolCall": "ollm_testutils.fake_openai",
     "RecordedRequest": "ollm_testutils.fake_ollama",
     "Reply": "ollm_testutils.mock",
     "ScriptedProvider": "ollm_testutils.mock",
@@ -47,6 +52,7 @@ __all__ = [
     "EchoProvider",
     "EventCollector",
     "FakeOllamaServer",
+    "FakeOpenAIServer",
     "FunctionProvider",
     "MockEmbeddings",
     "MockModels",
@@ -54,6 +60,8 @@ __all__ = [
     "OllamaModel",
     "OllamaReply",
     "OllamaToolCall",
+    "OpenAIReply",
+    "OpenAIToolCall",
     "RecordedRequest",
     "Reply",
     "ScriptedProvider",

@@ -367,9 +367,9 @@ class ChatRun:
             if call.invalid_args is not None:
                 preset[call.id] = refused_outcome(
                     call,
-                    "its arguments are not a JSON object: "
+                    "its arguments are not a JSON object (or are nested too deeply): "
                     f"{_clip(call.invalid_args)}. Call it again with the arguments as one "
-                    "JSON object.",
+                    "flat JSON object.",
                     ErrorCode.INVALID_ARGUMENTS,
                 )
             elif call.id in turn.too_deep:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import itertools
 import json
@@ -238,20 +239,23 @@ class FakeOpenAIServer:
 
     # -- serving -----------------------------------------------------------------------
 
-    def _record(self, request: HttpRequest, completed: bool) -> None:
-        with self._lock:
-            self.requests.append(
-                RecordedRequest(
-                    request.method, request.path, dict(request.headers), request.body, completed
-                )
-            )
-
     def _handle(self, request: HttpRequest, response: Response, connection: Connection) -> None:
-        completed = True
+        # Recorded before the reply, so a client that has its answer finds it recorded;
+        # marked incomplete afterwards if the client left (or was left) in the middle.
+        recorded = RecordedRequest(
+            request.method, request.path, dict(request.headers), request.body
+        )
+        with self._lock:
+            self.requests.append(recorded)
+            index = len(self.requests) - 1
+        completed = False
         try:
             completed = self._route(request, response, connection)
         finally:
-            self._record(request, completed)
+            if not completed:
+                with self._lock:
+                    if index < len(self.requests) and self.requests[index] is recorded:
+                        self.requests[index] = dataclasses.replace(recorded, completed=False)
 
     def _route(self, request: HttpRequest, response: Response, connection: Connection) -> bool:
         if self.api_key is not None:
