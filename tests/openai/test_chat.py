@@ -38,8 +38,10 @@ async def test_text_streams_and_the_history_keeps_it(
     texts = [e.text for e in events if isinstance(e, ollm.TextEvent)]
     assert texts == ["Hel", "lo", " there"]
     finish = events[-1]
-    assert isinstance(finish, ollm.FinishEvent) and finish.reason == "stop"
-    assert finish.usage is not None and finish.usage.prompt_tokens > 0
+    assert isinstance(finish, ollm.FinishEvent)
+    assert finish.reason == "stop"
+    assert finish.usage is not None
+    assert finish.usage.prompt_tokens > 0
     body = server.chat_requests[0].json
     assert body["messages"] == [
         {"role": "system", "content": "Be brief."},
@@ -47,7 +49,8 @@ async def test_text_streams_and_the_history_keeps_it(
     ]
     assert body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
-    assert "tools" not in body and "tool_choice" not in body
+    assert "tools" not in body
+    assert "tool_choice" not in body
     assert client.conversation.messages[-1].text == "Hello there"
 
 
@@ -73,7 +76,8 @@ async def test_tool_calls_from_every_engine_run_and_answer(flavor: str, http_sta
             ({"city": "Oslo"}, "-3°C", False),
         ]
         assert text_of(events).endswith("Paris 18°C, Oslo -3°C.")
-        assert isinstance(events[-1], ollm.FinishEvent) and events[-1].reason == "stop"
+        assert isinstance(events[-1], ollm.FinishEvent)
+        assert events[-1].reason == "stop"
         first, second = server.chat_requests
         assert first.json["tools"] == [
             {
@@ -88,7 +92,8 @@ async def test_tool_calls_from_every_engine_run_and_answer(flavor: str, http_sta
         assert first.json["tool_choice"] == "auto"
         assistant, tool_a, tool_b = second.json["messages"][1:4]
         ids = [call["id"] for call in assistant["tool_calls"]]
-        assert len(set(ids)) == 2 and all(ids)
+        assert len(set(ids)) == 2
+        assert all(ids)
         assert [json_args(c) for c in assistant["tool_calls"]] == [
             {"city": "Paris"},
             {"city": "Oslo"},
@@ -134,11 +139,13 @@ async def test_arguments_that_do_not_parse_go_back_to_the_model(
         (True, "INVALID_ARGUMENTS"),
         (False, None),
     ]
-    assert "not a JSON object" in results[0].result and '{"city": "Par' in results[0].result
+    assert "not a JSON object" in results[0].result
+    assert '{"city": "Par' in results[0].result
     assert not any(isinstance(e, ollm.ErrorEvent) for e in events)
     # The model read why, as the result of its call.
     tool_message = server.chat_requests[1].json["messages"][-1]
-    assert tool_message["role"] == "tool" and "not a JSON object" in tool_message["content"]
+    assert tool_message["role"] == "tool"
+    assert "not a JSON object" in tool_message["content"]
 
 
 async def test_reasoning_arrives_as_thinking() -> None:
@@ -158,7 +165,8 @@ async def test_finish_stop_with_calls_and_no_ids_lm_studio(stream: Stream) -> No
             events = [e async for e in provider.chat_stream(_request())]
     calls = [e.call for e in events if isinstance(e, ollm.ToolCallEvent)]
     assert [(c.name, c.args) for c in calls] == [("a", {"x": 1}), ("b", {})]
-    assert all(c.id for c in calls) and calls[0].id != calls[1].id
+    assert all(c.id for c in calls)
+    assert calls[0].id != calls[1].id
 
 
 def _request(**fields: object) -> ollm.ProviderRequest:
@@ -171,7 +179,8 @@ async def test_a_reply_without_done_but_finished_is_complete(
     server.script(OpenAIReply(["ok"], end="no_done"))
     events = await stream()
     assert text_of(events) == "ok"
-    assert isinstance(events[-1], ollm.FinishEvent) and events[-1].reason == "stop"
+    assert isinstance(events[-1], ollm.FinishEvent)
+    assert events[-1].reason == "stop"
 
 
 async def test_a_broken_stream_keeps_the_partial_reply(
@@ -181,7 +190,8 @@ async def test_a_broken_stream_keeps_the_partial_reply(
     client = client_for(provider)
     events = await chat_events(client, "question")
     assert error_of(events).code == "STREAM_INTERRUPTED"
-    assert isinstance(events[-1], ollm.FinishEvent) and events[-1].reason == "error"
+    assert isinstance(events[-1], ollm.FinishEvent)
+    assert events[-1].reason == "error"
     last = client.conversation.messages[-1]
     assert (last.role, last.text, last.incomplete) == ("assistant", "The answer is", True)
     # The conversation goes on.
@@ -198,7 +208,8 @@ async def test_an_error_in_the_middle_of_the_stream(
     events = await stream()
     error = error_of(events)
     assert error.code == "PROVIDER_ERROR"
-    assert "CUDA out of memory" in error.message and "in the middle" in error.message
+    assert "CUDA out of memory" in error.message
+    assert "in the middle" in error.message
 
 
 async def test_whole_replies_when_streaming_is_off(server: FakeOpenAIServer) -> None:
@@ -213,20 +224,24 @@ async def test_whole_replies_when_streaming_is_off(server: FakeOpenAIServer) -> 
     ]
     assert text_of(events) == "Hello there"
     body = server.chat_requests[0].json
-    assert "stream" not in body and "stream_options" not in body
+    assert "stream" not in body
+    assert "stream_options" not in body
     finish = events[-1]
-    assert isinstance(finish, ollm.FinishEvent) and finish.usage is not None
+    assert isinstance(finish, ollm.FinishEvent)
+    assert finish.usage is not None
 
 
 async def test_length_and_content_filter(server: FakeOpenAIServer, stream: Stream) -> None:
     server.script(OpenAIReply(["cut sh"], finish_reason="length"))
     events = await stream()
-    assert isinstance(events[-1], ollm.FinishEvent) and events[-1].reason == "length"
+    assert isinstance(events[-1], ollm.FinishEvent)
+    assert events[-1].reason == "length"
     server.script(OpenAIReply(["I"], finish_reason="content_filter"))
     events = await stream()
     notices = [e for e in events if isinstance(e, ollm.NoticeEvent)]
     assert [n.kind for n in notices] == ["content_filter"]
-    assert isinstance(events[-1], ollm.FinishEvent) and events[-1].reason == "stop"
+    assert isinstance(events[-1], ollm.FinishEvent)
+    assert events[-1].reason == "stop"
 
 
 async def test_a_refusal_is_shown(server: FakeOpenAIServer, stream: Stream) -> None:
@@ -271,7 +286,8 @@ async def test_abort_stops_a_hanging_reply_at_once(
             events.append(event)
             if isinstance(event, ollm.TextEvent):
                 stream.abort()
-    assert isinstance(events[-1], ollm.FinishEvent) and events[-1].reason == "cancelled"
+    assert isinstance(events[-1], ollm.FinishEvent)
+    assert events[-1].reason == "cancelled"
     last = client.conversation.messages[-1]
     assert (last.text, last.incomplete) == ("Thinking", True)
     assert time.monotonic() - started < 30  # a hang would be stopped by the test's timeout

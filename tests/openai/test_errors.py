@@ -87,7 +87,8 @@ async def test_an_exhausted_quota_is_not_retried(server: FakeOpenAIServer) -> No
     )
     error = error_of(await _events(server))
     assert error.code == "PROVIDER_ERROR"
-    assert "quota" in error.message and "billing" in error.message
+    assert "quota" in error.message
+    assert "billing" in error.message
     assert len(server.chat_requests) == 1
 
 
@@ -127,7 +128,8 @@ async def test_the_runtime_switches_to_react_when_vllm_has_no_tool_parser() -> N
     assert result.ok, result.error
     assert result.text == "42"
     bodies = [r.json for r in server.chat_requests]
-    assert "tools" in bodies[0] and all("tools" not in b for b in bodies[1:])
+    assert "tools" in bodies[0]
+    assert all("tools" not in b for b in bodies[1:])
     assert "Observation: 42" in bodies[-1]["messages"][-1]["content"]
 
 
@@ -138,7 +140,8 @@ async def test_server_failures(server: FakeOpenAIServer, status: int, hint: str)
     server.script(OpenAIReply.failure(status, "Internal failure"))
     error = error_of(await _events(server))
     assert error.code == "PROVIDER_ERROR"
-    assert f"HTTP {status}" in error.message and hint in error.message
+    assert f"HTTP {status}" in error.message
+    assert hint in error.message
 
 
 async def test_older_vllm_error_bodies(httpx_mock: HTTPXMock) -> None:
@@ -174,7 +177,8 @@ async def test_nothing_listening() -> None:
     async with OpenAIProvider(f"http://127.0.0.1:{port}/v1", model=MODEL, environ={}) as provider:
         error = error_of(await provider_events(provider, request_for()))
     assert error.code == "CONNECTION_FAILED"
-    assert "OPENAI_BASE_URL" in error.message and "vllm serve" in error.message
+    assert "OPENAI_BASE_URL" in error.message
+    assert "vllm serve" in error.message
 
 
 async def test_a_bad_event_is_bad_response(server: FakeOpenAIServer, stream: Stream) -> None:
@@ -186,7 +190,8 @@ async def test_a_bad_event_is_bad_response(server: FakeOpenAIServer, stream: Str
     events = await stream()
     assert text_of(events) == "a"
     error = error_of(events)
-    assert error.code == "BAD_RESPONSE" and "<html>" in error.message
+    assert error.code == "BAD_RESPONSE"
+    assert "<html>" in error.message
 
 
 async def test_deep_json_is_bad_response_not_a_crash(
@@ -208,7 +213,8 @@ async def test_deep_tool_arguments_go_back_to_the_model(server: FakeOpenAIServer
     async with OpenAIProvider(server.base_url, model=MODEL, environ={}) as provider:
         client = ollm.ChatClient(registries, provider=provider, tools=["calculate"])
         result = await client.run("go")
-    assert result.ok and result.text == "gave up"
+    assert result.ok
+    assert result.text == "gave up"
     tool = server.chat_requests[1].json["messages"][-1]
     assert tool["role"] == "tool"
     assert "nested too deeply" in tool["content"]
