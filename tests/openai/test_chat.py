@@ -303,3 +303,15 @@ async def test_the_connection_is_reused(
     for _ in range(5):
         assert text_of(await stream()) == "Hello! How can I help?"
     assert server.connections_accepted == 1
+
+
+async def test_a_body_that_ends_cleanly_before_the_reply_is_done(
+    server: FakeOpenAIServer, provider: OpenAIProvider
+) -> None:
+    # No finish_reason, no [DONE]: the body's end comes early (a proxy's timeout).
+    server.script(OpenAIReply(raw=[b'data: {"choices": [{"delta": {"content": "Half"}}]}\n\n']))
+    client = client_for(provider)
+    events = await chat_events(client, "q")
+    assert error_of(events).code == "STREAM_INTERRUPTED"
+    last = client.conversation.messages[-1]
+    assert (last.text, last.incomplete) == ("Half", True)

@@ -20,12 +20,14 @@ if TYPE_CHECKING:
     from ollm_openai._config import OpenAIConfig, Profile, load_profiles, profiles_path
     from ollm_openai._convert import ToolCallAssembler, message_to_openai, tool_to_openai
     from ollm_openai._provider import OpenAIProvider
+    from ollm_openai._wire import ToolCallDelta
 
 _LAZY: dict[str, str] = {
     "OpenAIConfig": "ollm_openai._config",
     "OpenAIProvider": "ollm_openai._provider",
     "Profile": "ollm_openai._config",
     "ToolCallAssembler": "ollm_openai._convert",
+    "ToolCallDelta": "ollm_openai._wire",
     "load_profiles": "ollm_openai._config",
     "message_to_openai": "ollm_openai._convert",
     "profiles_path": "ollm_openai._config",
@@ -37,6 +39,7 @@ __all__ = [
     "OpenAIProvider",
     "Profile",
     "ToolCallAssembler",
+    "ToolCallDelta",
     "__version__",
     "load_profiles",
     "message_to_openai",
