@@ -241,6 +241,39 @@ def write_report(r: dict[str, Any]) -> str:
     )
     add("")
 
+    o = r.get("openai")
+    if o is not None:
+        rows = o["throughput"]
+        sdk = rows["openai AsyncOpenAI"]["median"]
+        ours = rows["ollm (ChatClient + OpenAIProvider)"]["median"]
+        lite = rows["litellm acompletion (openai/)"]["median"]
+        add("## 8. OpenAI-compatible servers (ollm-openai)\n")
+        add(
+            (f"Measured {o['date']} (`./ollmw bench --only openai`). " if "date" in o else "")
+            + f"One reply of {o['chunks']:,} `chat.completion.chunk` events, framed as vLLM frames "
+            "them (one SSE event per HTTP chunk, a usage chunk, `data: [DONE]`), from a body "
+            "encoded in advance; `ollm` counts the `TextEvent`s of `ChatClient.chat` with "
+            "`OpenAIProvider`, through the whole runtime.\n"
+        )
+        add("| client | chunks/s (wall) | [min-max] | chunks/s (CPU) | vs openai AsyncOpenAI |")
+        add("|---|---:|---|---:|---:|")
+        for label, row in rows.items():
+            cpu = _k(row["cpu_median"]) if "cpu_median" in row else ""
+            add(
+                f"| {label} | {_k(row['median'])} | {_k(row['min'])}-{_k(row['max'])} | {cpu} "
+                f"| {row['median'] / sdk:.2f}x |"
+            )
+        add("")
+        add("| import | ms (median) | [min-max] |")
+        add("|---|---:|---|")
+        for label, row in o["imports"].items():
+            add(f"| `{label}` | {row['median']:.0f} | {row['min']:.0f}-{row['max']:.0f} |")
+        add("")
+        summary.append(
+            ("(issue 14) >= 5x openai AsyncOpenAI", f"{ours / sdk:.1f}x", "5x", ours >= 5 * sdk)
+        )
+        summary.append(("(issue 14) ahead of litellm", f"{ours / lite:.1f}x", "> 1x", ours > lite))
+
     head = ["## Targets\n", "| target | measured | bar | |", "|---|---|---|---|"]
     for name, figure, bar, ok in summary:
         head.append(f"| {name} | {figure} | {bar} | {_mark(ok)} |")

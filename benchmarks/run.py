@@ -180,6 +180,56 @@ def whole_process(url: str, quick: bool) -> dict[str, Any]:
     return {"chunks": chunks, **{name: spread(values) for name, values in times.items()}}
 
 
+def openai_compatible(quick: bool) -> dict[str, Any]:
+    """ollm-openai against the openai SDK and litellm on one SSE server (vLLM's framing)."""
+    script = str(HERE / "bench_openai.py")
+    server = subprocess.Popen(
+        [PY, script, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert server.stdout is not None
+    assert server.stdin is not None
+    url = server.stdout.readline().strip()
+
+    def run_child(*args: object) -> dict[str, Any]:
+        out = subprocess.run(
+            [PY, script, *map(str, args)], capture_output=True, text=True, cwd=HERE, timeout=1800
+        )
+        if out.returncode != 0:
+            raise RuntimeError(f"bench_openai {args} failed:\n{out.stderr[-3000:]}")
+        result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+        return result
+
+    chunks, repeats = (2_000, 2) if quick else (20_000, 5)
+    rows: dict[str, Any] = {}
+    try:
+        alone = run_child("socket", url, chunks, repeats)
+        rows["server alone (a client that only reads)"] = {**spread(alone["rates"])}
+        for label, name, backend in (
+            ("ollm (ChatClient + OpenAIProvider)", "ollm", "asyncio"),
+            ("ollm (trio)", "ollm", "trio"),
+            ("raw httpx + msgspec (aiter_lines)", "raw-httpx", "asyncio"),
+            ("openai AsyncOpenAI", "openai", "asyncio"),
+            ("litellm acompletion (openai/)", "litellm", "asyncio"),
+        ):
+            result = run_child("client", name, url, chunks, repeats, backend)
+            rows[label] = {
+                **spread(result["rates"]),
+                "cpu_median": statistics.median(result["cpu_rates"]),
+            }
+        imports = {
+            label: spread(run_child("import", name)["ms"])
+            for label, name in (
+                ("import ollm, ollm_openai", "ollm_openai"),
+                ("import openai", "openai"),
+                ("import litellm", "litellm"),
+            )
+        }
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+    return {"chunks": chunks, "throughput": rows, "imports": imports}
+
+
 def runtime_and_tools(quick: bool) -> dict[str, Any]:
     sys.path.insert(0, str(HERE))
     import bench_runtime
@@ -196,6 +246,8 @@ def versions() -> dict[str, str]:
     names = [
         "ollm-core",
         "ollm-ollama",
+        "ollm-openai",
+        "openai",
         "httpx",
         "anyio",
         "msgspec",
@@ -219,8 +271,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
     parser.add_argument("--output", default=str(HERE / "RESULTS.md"))
+    parser.add_argument(
+        "--only",
+        choices=["openai"],
+        help="run one section only; its figures join the last full run's in RESULTS.md",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
+    if args.only == "openai":
+        # Its figures join the last full run's in results.json and RESULTS.md.
+        section = openai_compatible(args.quick)
+        section["date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        print(json.dumps(section, indent=2))
+        saved = HERE / "results.json"
+        if saved.exists() and not args.quick:
+            from report import write_report
+
+            results = json.loads(saved.read_text())
+            results["openai"] = section
+            saved.write_text(json.dumps(results, indent=2) + "\n")
+            Path(args.output).write_text(write_report(results))
+        return
     results: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "versions": versions(),
@@ -236,6 +307,8 @@ def main() -> None:
         ):
             print(f"{name}...", file=sys.stderr, flush=True)
             results[name] = step(server.url, args.quick)
+    print("openai-compatible...", file=sys.stderr, flush=True)
+    results["openai"] = openai_compatible(args.quick)
     print("startup...", file=sys.stderr, flush=True)
     results["startup"] = startup(args.quick)
     print("runtime and tools...", file=sys.stderr, flush=True)
