@@ -57,6 +57,12 @@ def test_models_pull_shows_progress(  # type: ignore[no-untyped-def]
     assert "pulling manifest" in result.stderr
     assert "Pulled tinyllama." in result.stderr
     assert "tinyllama" in run_ollm("models", "list").stdout
+    # Off a terminal: one line per layer and per status, not one per progress message.
+    lines = result.stderr.splitlines()
+    assert len(lines) == len(set(lines)), lines
+    layers = [line for line in lines if line.startswith("pulling ") and "(" in line]
+    assert layers
+    assert len(lines) <= 12, lines
 
 
 def test_models_pull_survives_odd_lines_in_the_progress_stream(  # type: ignore[no-untyped-def]
@@ -155,11 +161,22 @@ def test_a_broken_plugin_never_stops_help_or_plugins(broken_plugin_path: str) ->
     assert "failed" in line
     assert "ollm-broken 9.9" in line
     assert "RuntimeError: this plugin is broken" in line
-    # Even in strict mode, `ollm plugins` shows the failure instead of stopping.
-    strict = subprocess.run(
-        [OLLM, "plugins"], capture_output=True, text=True, env={**env, "OLLM_STRICT_PLUGINS": "1"}
+    # In strict mode, `ollm plugins` still lists everything, then fails: CI sees it.
+    strict_env = {**env, "OLLM_STRICT_PLUGINS": "1"}
+    strict = subprocess.run([OLLM, "plugins"], capture_output=True, text=True, env=strict_env)
+    assert strict.returncode == 1
+    assert "broken" in strict.stdout
+    assert "1 plugin(s) failed to load (broken)" in strict.stderr
+    as_json = subprocess.run(
+        [OLLM, "plugins", "--json"], capture_output=True, text=True, env=strict_env
     )
-    assert strict.returncode == 0
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout)
+    # --debug shows where it failed.
+    debug = subprocess.run([OLLM, "--debug", "plugins"], capture_output=True, text=True, env=env)
+    assert debug.returncode == 0
+    assert "Traceback" in debug.stderr
+    assert "this plugin is broken" in debug.stderr
     # A chat still works: the broken plugin is skipped with one warning line.
     chat = subprocess.run(
         [OLLM, "chat", "-p", "echo", "still here"],

@@ -21,10 +21,15 @@ from ollm.cli.driving import drive
 from ollm.cli.render import EventRenderer
 from ollm.cli.terminal import Terminal
 from ollm.cli.toolsets import load_toolsets
-from ollm.errors import ConnectionFailedError, InvalidRequestError, RequestTimeoutError
+from ollm.errors import (
+    ConnectionFailedError,
+    InvalidRequestError,
+    OllmError,
+    RequestTimeoutError,
+)
 from ollm.registries import Registries
 from ollm.runtime.client import ChatClient, ChatStream
-from ollm.types.events import FinishEvent
+from ollm.types.events import ErrorEvent, FinishEvent
 from ollm.types.provider import ModelManagement
 from ollm.types.request import GenerationOptions
 
@@ -65,6 +70,25 @@ def run_chat(args: argparse.Namespace, terminal: Terminal, stdin: TextIO | None 
         terminal.error("--json needs a prompt (interactive sessions are for people).")
         return EXIT_USAGE
 
+    renderer = EventRenderer(terminal, json=args.json, show_thinking=not args.hide_thinking)
+    try:
+        return _run(args, config, prompt, interactive, renderer, terminal)
+    except OllmError as exc:
+        if args.json and renderer.finish is None:
+            # A failure before the chat began still ends the event stream as usual.
+            renderer(ErrorEvent(exc.message, exc.code))
+            renderer(FinishEvent("error"))
+        raise
+
+
+def _run(
+    args: argparse.Namespace,
+    config: CliConfig,
+    prompt: str | None,
+    interactive: bool,
+    renderer: EventRenderer,
+    terminal: Terminal,
+) -> int:
     registries = load_registries()
     toolsets = load_toolsets(args, registries)
     if toolsets and not args.tools:
@@ -85,7 +109,6 @@ def run_chat(args: argparse.Namespace, terminal: Terminal, stdin: TextIO | None 
         think=_THINK[args.think] if args.think else None,
         toolsets=toolsets,
     )
-    renderer = EventRenderer(terminal, json=args.json, show_thinking=not args.hide_thinking)
     with start_blocking_portal(config.backend) as portal:
         try:
             _check_model(client, registries, config, portal)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 import msgspec
 
@@ -11,7 +12,9 @@ from ollm.cli.config import CliConfig, load_registries
 from ollm.cli.terminal import Terminal
 from ollm.cli.toolsets import ToolsetListing, load_toolsets
 from ollm.errors import OllmError
+from ollm.plugins.settings import ENV_STRICT, PluginSettings
 from ollm.tools.toolset import Toolset
+from ollm.types.specs import PluginRecord
 
 __all__ = ["run_plugins", "run_tools"]
 
@@ -25,7 +28,7 @@ def run_plugins(args: argparse.Namespace, terminal: Terminal) -> int:
     records = sorted(registries.plugins, key=lambda r: r.name)
     if args.json:
         terminal.write(msgspec.json.encode(records).decode() + "\n")
-        return EXIT_OK
+        return _strict_exit(records, terminal)
     if not records:
         terminal.write("No plugins are installed. Try: pip install ollm-ollama\n")
         return EXIT_OK
@@ -50,6 +53,18 @@ def run_plugins(args: argparse.Namespace, terminal: Terminal) -> int:
     default = registries.providers.default_name
     if default:
         terminal.write(f"\nDefault provider: {default}\n")
+    return _strict_exit(records, terminal)
+
+
+def _strict_exit(records: list[PluginRecord], terminal: Terminal) -> int:
+    """Under OLLM_STRICT_PLUGINS=1, a plugin that failed makes the command fail too."""
+    failed = [r.name for r in records if r.status == "failed"]
+    if failed and PluginSettings.from_env(os.environ).strict:
+        terminal.error(
+            f"{len(failed)} plugin(s) failed to load ({', '.join(failed)}), and "
+            f"{ENV_STRICT} is set. Run with --debug to see where."
+        )
+        return EXIT_ERROR
     return EXIT_OK
 
 

@@ -37,7 +37,8 @@ class PullDisplay:
 
     def _layer(self, step: PullProgress) -> None:
         total = max(step.total or 0, step.completed or 0)
-        if self.bar is None or step.digest != self.digest:
+        # Off a terminal, one line per layer: later steps of the same layer print nothing.
+        if step.digest != self.digest or (self.interactive and self.bar is None):
             self.close()
             self.digest = step.digest
             if not self.interactive:

@@ -193,13 +193,13 @@ def _load(
         try:
             plugin = candidate.entry_point.load()
         except (Exception, SystemExit) as exc:
-            _fail(registries, settings, candidate, "import", _describe(exc))
+            _fail(registries, settings, candidate, "import", _describe(exc), exc)
             return
     try:
         _check_hook_names(manager, plugin)
         manager.register(plugin, name=candidate.name)
     except Exception as exc:
-        _fail(registries, settings, candidate, "register", _describe(exc))
+        _fail(registries, settings, candidate, "register", _describe(exc), exc)
         return
 
     hooks = tuple(
@@ -215,7 +215,7 @@ def _load(
             _collect(hook, impl.function(), contribution, registries)
         except (Exception, SystemExit) as exc:
             manager.unregister(plugin)
-            _fail(registries, settings, candidate, hook, _describe(exc))
+            _fail(registries, settings, candidate, hook, _describe(exc), exc)
             return
     skipped = _settle_clashes(contribution, registries, candidate, settings, owners)
     if skipped and settings.strict:
@@ -402,7 +402,11 @@ def _fail(
     candidate: _Candidate,
     phase: str,
     error: str,
+    exc: BaseException | None = None,
 ) -> None:
+    if exc is not None:
+        # `--debug` shows where a plugin failed (the record keeps only the message).
+        log.debug("plugin %r failed at %s", candidate.name, phase, exc_info=exc)
     record = PluginRecord(
         name=candidate.name, status="failed", phase=phase, error=error, **candidate.record
     )
