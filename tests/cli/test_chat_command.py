@@ -341,3 +341,28 @@ def test_interactive_help_stays_local_and_ctrl_c_twice_leaves() -> None:
         process.kill()
     assert process.returncode == 130
     assert "/help" not in out  # never sent to the (echo) model
+
+
+def test_a_token_limit_suggests_the_flag(run_ollm) -> None:  # type: ignore[no-untyped-def]
+    result = run_ollm("chat", "-m", "llama3.2", "--context-window", "64", "word " * 200)
+    assert result.returncode == 1
+    assert "raise the context window (--context-window N)" in result.stderr
+    assert "context_window=" not in result.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_is_named_not_reported_as_a_bug() -> None:
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [OLLM, "chat", "-p", "echo", "hello"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=ollm_env(),
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert "No space left on device" in result.stderr
+    assert "please report it" not in result.stderr
+    assert "Traceback" not in result.stderr

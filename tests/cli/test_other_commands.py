@@ -202,3 +202,19 @@ def test_a_temperature_outside_0_to_2_is_a_usage_error(value: str) -> None:
     assert done.returncode == 2
     assert "--temperature" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_models_ps_shows_a_model_kept_forever(  # type: ignore[no-untyped-def]
+    run_ollm, server: FakeOllamaServer
+) -> None:
+    model = server.store.find("llama3.2")
+    assert model is not None
+    server.store.load(model, -1, 8192)  # keep_alive -1: Ollama says about year 2318
+    ps = run_ollm("models", "ps")
+    assert ps.returncode == 0, ps.stderr
+    row = ps.stdout.splitlines()[1].split()
+    assert row[0] == "llama3.2:latest"
+    assert row[-1] == "forever"
+    server.store.load(model, 120, 8192)
+    soon = run_ollm("models", "ps").stdout.splitlines()[1].split()[-1]
+    assert soon.count(":") == 2  # a time today

@@ -8,9 +8,14 @@ starts at once and never imports an HTTP client.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ollm.cli.terminal import Terminal
 
 __all__ = ["main"]
 
@@ -55,26 +60,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`ollm ... | head`): not an error of ours.
         _silence_stdout()
         return EXIT_OK
-    except Exception as exc:
-        from ollm.errors import OllmError
-
-        if isinstance(exc, OllmError):
-            terminal.error(exc.message)
-            if args.debug:
-                import traceback
-
-                traceback.print_exc()
-            return EXIT_ERROR
-        if args.debug:
-            raise
+    except OSError as exc:
+        if args.debug or exc.errno not in _WRITE_ERRORS:
+            return _unexpected(exc, args.debug, terminal)
+        # Writing the answer failed: a full disk, a closed terminal, a lost mount.
+        _silence_stdout()
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         terminal.error(
-            f"unexpected {type(exc).__name__}: {exc}. Run again with --debug to see where, "
-            "and please report it."
+            f"cannot write the output{where}: {exc.strerror or exc}. Free some space or "
+            "send the output elsewhere."
         )
         return EXIT_ERROR
+    except Exception as exc:
+        return _unexpected(exc, args.debug, terminal)
     finally:
         if argv is None:
             _ignore_further_interrupts()
+
+
+# Failures to write the output that are the machine's, not ollm's.
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EIO, errno.EROFS, errno.EDQUOT, errno.EFBIG})
+
+
+def _unexpected(exc: BaseException, debug: bool, terminal: Terminal) -> int:
+    from ollm.errors import OllmError
+
+    if isinstance(exc, OllmError):
+        terminal.error(exc.message)
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        return EXIT_ERROR
+    if debug:
+        raise exc
+    terminal.error(
+        f"unexpected {type(exc).__name__}: {exc}. Run again with --debug to see where, "
+        "and please report it."
+    )
+    return EXIT_ERROR
 
 
 def _dispatch(args: object, terminal: object) -> int:

@@ -174,10 +174,23 @@ def _print_ps(running: list[RunningModel], terminal: Terminal, as_json: bool) ->
                 _size(model.size_bytes),
                 _size(model.vram_bytes),
                 f"{model.context_window:,}" if model.context_window else "",
-                model.expires_at.astimezone().strftime("%H:%M:%S") if model.expires_at else "",
+                _until(model.expires_at),
             )
         )
     _table(rows, terminal)
+
+
+def _until(expires_at: datetime | None) -> str:
+    """When a loaded model is unloaded: a time today, a date later, "forever" (keep_alive -1)."""
+    if expires_at is None:
+        return ""
+    now = datetime.now(UTC)
+    if expires_at.year >= 2200 or (expires_at - now).days > 365 * 50:
+        return "forever"
+    local = expires_at.astimezone()
+    if local.date() == now.astimezone().date():
+        return local.strftime("%H:%M:%S")
+    return local.strftime("%Y-%m-%d %H:%M")
 
 
 def _table(rows: Sequence[tuple[str, ...]], terminal: Terminal) -> None:

@@ -71,7 +71,8 @@ class EventRenderer:
                 "Start a new conversation or raise --context-window soon."
             )
         elif isinstance(event, ErrorEvent):
-            t.error(event.message)
+            # The runtime names the Python setting; at a terminal, the flag is the way.
+            t.error(event.message.replace("(context_window=...)", "(--context-window N)"))
         elif isinstance(event, FinishEvent):
             t.end_line()
             if event.reason == "length":
