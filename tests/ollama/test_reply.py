@@ -152,8 +152,6 @@ async def test_a_long_malformed_line_is_quoted_in_part(reply: AddReply, chat: Ru
 @pytest.mark.parametrize(
     "call",
     [
-        {"function": {"name": "f", "arguments": "not json"}},
-        {"function": {"name": "f", "arguments": "[1, 2]"}},
         {"id": "x"},
         {"function": {"arguments": {}}},
     ],

@@ -77,6 +77,24 @@ async def test_trap_02_arguments_in_a_reply_as_object_or_json_string(
     assert [(c.name, c.args) for c in calls] == [("a", {"x": 1}), ("b", {"y": "2"}), ("c", {})]
 
 
+async def test_trap_02_arguments_that_are_not_an_object_go_back_to_the_model(
+    reply: Any, chat: Any, chunk: Chunk, final: Chunk
+) -> None:
+    """A broken JSON string is the model's mistake, not the server's: the call is refused."""
+    reply(
+        chunk(tool_calls=[{"function": {"name": "a", "arguments": '{"x": 1,'}}]),
+        chunk(tool_calls=[{"function": {"name": "b", "arguments": "[1, 2]"}}]),
+        final(),
+    )
+    events = await chat()
+    assert not any(isinstance(e, ollm.ErrorEvent) for e in events)
+    calls = _calls(events)
+    assert [(c.name, c.args, c.invalid_args) for c in calls] == [
+        ("a", {}, '{"x": 1,'),
+        ("b", {}, "[1, 2]"),
+    ]
+
+
 async def test_trap_03_ids_are_made_up_when_missing_and_kept_verbatim_when_sent(
     reply: Any, chat: Any, chunk: Chunk, final: Chunk
 ) -> None:

@@ -189,28 +189,21 @@ def tool_call_from_chunk(call: ChunkToolCall) -> ToolCall:
             f"{msgspec.json.encode(call).decode()[:200]}"
         )
     arguments = function.arguments
+    call_id = call.id or new_call_id()
     if arguments is None:
-        args: dict[str, Any] = {}
-    elif isinstance(arguments, dict):
-        args = arguments
-    else:
-        args = _arguments_from_text(function.name, arguments)
-    return ToolCall(id=call.id or new_call_id(), name=function.name, args=args)
-
-
-def _arguments_from_text(name: str, text: str) -> dict[str, Any]:
-    if not text.strip():
-        return {}
+        return ToolCall(id=call_id, name=function.name)
+    if isinstance(arguments, dict):
+        return ToolCall(id=call_id, name=function.name, args=arguments)
+    if not arguments.strip():
+        return ToolCall(id=call_id, name=function.name)
     try:
-        value = json.loads(text)
+        value = json.loads(arguments)
     except (ValueError, RecursionError):
         value = None
     if isinstance(value, dict):
-        return value
-    raise BadResponseError(
-        f"Ollama sent arguments for the tool {name!r} that are not a JSON object: "
-        f"{text[:200]!r}. The model may not handle tools well; try another model."
-    )
+        return ToolCall(id=call_id, name=function.name, args=value)
+    # Not an object: the call is refused, and the model reads why (it can call again).
+    return ToolCall(id=call_id, name=function.name, invalid_args=arguments)
 
 
 # -- options and the request -----------------------------------------------------------
