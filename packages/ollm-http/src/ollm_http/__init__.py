@@ -8,8 +8,9 @@
   on asyncio and trio.
 - ``Reply.lines()`` (NDJSON) and ``Reply.sse()`` (Server-Sent Events), bounded in
   memory; ``LineSplitter`` and ``EventSplitter`` for bytes from elsewhere.
-- ``body_reader``, ``abort_shuts_socket``, ``drain`` and ``close_response``: a
-  streamed reply read on the hot path, stopped at once by an abort, ended cleanly.
+- ``body_reader``, ``abort_shuts_socket``, ``drain``, ``close_response`` and
+  ``failure_event``: a streamed reply read on the hot path, stopped at once by an abort,
+  ended cleanly, or ended with the right event when it fails; ``check_health``.
 - ``RetryPolicy``, ``with_retries`` and ``retry_after_seconds`` for servers that say
   "not now" (HTTP 429).
 
@@ -21,7 +22,15 @@ from ollm_http._config import ErrorContext, HTTPConfig, Limits, Timeouts, check_
 from ollm_http._errors import describe, error_from_exception, excerpt
 from ollm_http._lines import EventSplitter, LineSplitter, LineTooLongError, ServerSentEvent
 from ollm_http._retry import NO_RETRY, RetryPolicy, retry_after_seconds, with_retries
-from ollm_http._stream import BodyRead, abort_shuts_socket, body_reader, close_response, drain
+from ollm_http._stream import (
+    BodyRead,
+    abort_shuts_socket,
+    body_reader,
+    check_health,
+    close_response,
+    drain,
+    failure_event,
+)
 from ollm_http._transport import HTTPTransport
 from ollm_http._version import __version__
 
@@ -44,11 +53,13 @@ __all__ = [
     "abort_shuts_socket",
     "body_reader",
     "check_header",
+    "check_health",
     "close_response",
     "describe",
     "drain",
     "error_from_exception",
     "excerpt",
+    "failure_event",
     "retry_after_seconds",
     "with_retries",
 ]

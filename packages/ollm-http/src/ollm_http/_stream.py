@@ -1,4 +1,5 @@
-"""Reading a streamed reply on the hot path, stopping it at once, and ending it cleanly.
+"""Reading a streamed reply on the hot path, stopping it at once, and ending it cleanly;
+the end of a stream that failed, and a provider's health check.
 
 A provider's chat stream reads the transport's own byte stream (no httpx layer on top),
 lets an abort signal shut the socket (one callback per stream instead of a cancel scope
@@ -13,14 +14,25 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
 import anyio
 import httpx
 
-from ollm.types import AbortSignal
+from ollm.errors import ErrorCode, OllmError
+from ollm.types import AbortSignal, ErrorEvent, FinishEvent, HealthStatus, ProviderEvent
 
-__all__ = ["BodyRead", "abort_shuts_socket", "body_reader", "close_response", "drain"]
+__all__ = [
+    "BodyRead",
+    "abort_shuts_socket",
+    "body_reader",
+    "check_health",
+    "close_response",
+    "drain",
+    "failure_event",
+]
 
 log = logging.getLogger("ollm_http")
 
@@ -99,3 +111,71 @@ async def close_response(response: httpx.Response) -> None:
             await response.aclose()
         except Exception:
             log.debug("closing a response failed", exc_info=True)
+
+
+def failure_event(
+    exc: Exception,
+    abort: AbortSignal,
+    *,
+    connection_error: Callable[[BaseException], OllmError],
+    reading: str,
+    report: str,
+    logger: logging.Logger,
+) -> ProviderEvent:
+    """The event that ends a provider's stream which raised ``exc``.
+
+    A cancellation when the abort fired (its shut socket is what made the read fail);
+    else the ``OllmError`` itself, httpx's failure mapped by ``connection_error``, or
+    for anything else a ``PROVIDER_ERROR`` saying ``reading`` failed, logged with its
+    traceback, and asking to ``report`` it. Call it from the ``except`` block.
+    """
+    if abort.aborted:
+        return FinishEvent("cancelled")
+    if isinstance(exc, OllmError):
+        error = exc
+    elif isinstance(exc, httpx.HTTPError):
+        error = connection_error(exc)
+    else:
+        logger.exception("%s failed unexpectedly", reading)
+        return ErrorEvent(
+            f"{reading} failed: {type(exc).__name__}: {exc}. Please report this with {report}.",
+            ErrorCode.PROVIDER_ERROR,
+        )
+    return ErrorEvent(error.message, error.code)
+
+
+async def check_health(
+    provider: str, probe: Callable[[], Awaitable[str | None]], checking: str
+) -> HealthStatus:
+    """A provider's ``health()``: run ``probe`` (it returns the server's version, if any).
+
+    Never raises: a failure is a status with ``ok=False``, its code and message;
+    ``checking`` names what was checked for an unexpected failure ("Ollama at URL").
+    """
+    checked_at = datetime.now(UTC)
+    started = time.perf_counter()
+    try:
+        version = await probe()
+    except OllmError as exc:
+        return HealthStatus(
+            ok=False,
+            provider=provider,
+            checked_at=checked_at,
+            error=exc.message,
+            error_code=exc.code,
+        )
+    except Exception as exc:
+        return HealthStatus(
+            ok=False,
+            provider=provider,
+            checked_at=checked_at,
+            error=f"Checking {checking} failed: {type(exc).__name__}: {exc}",
+            error_code=ErrorCode.PROVIDER_ERROR,
+        )
+    return HealthStatus(
+        ok=True,
+        provider=provider,
+        checked_at=checked_at,
+        latency_ms=(time.perf_counter() - started) * 1000.0,
+        version=version or None,
+    )

@@ -44,7 +44,14 @@ from ollm.types import (
     ToolCallEvent,
     Usage,
 )
-from ollm_http import LineSplitter, abort_shuts_socket, body_reader, close_response, drain
+from ollm_http import (
+    LineSplitter,
+    abort_shuts_socket,
+    body_reader,
+    close_response,
+    drain,
+    failure_event,
+)
 from ollm_ollama._convert import build_chat_request, tool_call_from_chunk
 from ollm_ollama._errors import PROVIDER, describe_error_value, error_from_text, excerpt
 from ollm_ollama._wire import MAX_LINE_BYTES, ChatChunk, encode
@@ -154,21 +161,14 @@ async def stream_chat(
             "check the server's log.",
             ErrorCode.STREAM_INTERRUPTED,
         )
-    except OllmError as exc:
-        yield _unless_aborted(abort, ErrorEvent(exc.message, exc.code))
-    except httpx.HTTPError as exc:
-        error = http.error(exc, model=model, streaming=response is not None)
-        yield _unless_aborted(abort, ErrorEvent(error.message, error.code))
     except Exception as exc:
-        if not abort.aborted:
-            log.exception("the Ollama stream failed unexpectedly")
-        yield _unless_aborted(
+        yield failure_event(
+            exc,
             abort,
-            ErrorEvent(
-                f"Reading the reply from Ollama at {http.url} failed: {type(exc).__name__}: "
-                f"{exc}. Please report this with the model and server version.",
-                ErrorCode.PROVIDER_ERROR,
-            ),
+            connection_error=lambda e: http.error(e, model=model, streaming=response is not None),
+            reading=f"Reading the reply from Ollama at {http.url}",
+            report="the model and server version",
+            logger=log,
         )
     finally:
         if unwatch is not None:
@@ -182,11 +182,6 @@ async def stream_chat(
 def _fired(abort: AbortSignal) -> bool:
     # A call, so that the type checker does not assume the signal cannot change.
     return abort.aborted
-
-
-def _unless_aborted(abort: AbortSignal, error: ErrorEvent) -> ProviderEvent:
-    """A read that failed because the abort shut the socket is a cancellation."""
-    return FinishEvent("cancelled") if abort.aborted else error
 
 
 def _events(

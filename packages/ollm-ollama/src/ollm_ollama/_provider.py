@@ -8,12 +8,11 @@ import logging
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from types import TracebackType
 
 import httpx
 
-from ollm.errors import ErrorCode, ModelNotFoundError, OllmError
+from ollm.errors import ModelNotFoundError, OllmError
 from ollm.registries import UsageAnchors
 from ollm.types import (
     AbortSignal,
@@ -27,6 +26,7 @@ from ollm.types import (
     PullProgress,
     RunningModel,
 )
+from ollm_http import check_health
 from ollm_ollama import _models
 from ollm_ollama._chat import stream_chat
 from ollm_ollama._config import KeepAlive, OllamaConfig
@@ -312,32 +312,10 @@ class OllamaProvider:
 
     async def health(self) -> HealthStatus:
         """Whether the server answers, how fast, and its version. Never raises."""
-        checked_at = datetime.now(UTC)
-        started = time.perf_counter()
-        try:
-            version = await _models.server_version(self._http, timeout=self._http.short_timeout)
-        except OllmError as exc:
-            return HealthStatus(
-                ok=False,
-                provider=self.name,
-                checked_at=checked_at,
-                error=exc.message,
-                error_code=exc.code,
-            )
-        except Exception as exc:
-            return HealthStatus(
-                ok=False,
-                provider=self.name,
-                checked_at=checked_at,
-                error=f"Checking Ollama at {self.host} failed: {type(exc).__name__}: {exc}",
-                error_code=ErrorCode.PROVIDER_ERROR,
-            )
-        return HealthStatus(
-            ok=True,
-            provider=self.name,
-            checked_at=checked_at,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-            version=version or None,
+        return await check_health(
+            self.name,
+            lambda: _models.server_version(self._http, timeout=self._http.short_timeout),
+            f"Ollama at {self.host}",
         )
 
     # -- lifetime ----------------------------------------------------------------------

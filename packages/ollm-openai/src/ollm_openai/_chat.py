@@ -20,10 +20,9 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-import httpx
 import msgspec
 
-from ollm.errors import ErrorCode, OllmError
+from ollm.errors import ErrorCode
 from ollm.types import (
     AbortSignal,
     ErrorEvent,
@@ -45,6 +44,7 @@ from ollm_http import (
     body_reader,
     drain,
     excerpt,
+    failure_event,
 )
 from ollm_openai._convert import ToolCallAssembler
 from ollm_openai._errors import error_from_value
@@ -118,15 +118,6 @@ async def stream_chat(
     http = provider._http
     model = request.model
     streaming = provider.config.stream
-    try:
-        provider._check(request)
-    except OllmError as exc:
-        yield ErrorEvent(exc.message, exc.code)
-        return
-    except (msgspec.EncodeError, TypeError, ValueError) as exc:
-        yield _unsendable(model, exc)
-        return
-
     reply: Reply | None = None
     reads: BodyRead | None = None
     unwatch = None
@@ -221,21 +212,14 @@ async def stream_chat(
             "check the server's log.",
             ErrorCode.STREAM_INTERRUPTED,
         )
-    except OllmError as exc:
-        yield _unless_aborted(abort, ErrorEvent(exc.message, exc.code))
-    except httpx.HTTPError as exc:
-        error = http.error(exc, model=model, streaming=reply is not None)
-        yield _unless_aborted(abort, ErrorEvent(error.message, error.code))
     except Exception as exc:
-        if not abort.aborted:
-            log.exception("the OpenAI-compatible stream failed unexpectedly")
-        yield _unless_aborted(
+        yield failure_event(
+            exc,
             abort,
-            ErrorEvent(
-                f"Reading the reply from {http.url} failed: {type(exc).__name__}: {exc}. "
-                "Please report this with the server's name and version.",
-                ErrorCode.PROVIDER_ERROR,
-            ),
+            connection_error=lambda e: http.error(e, model=model, streaming=reply is not None),
+            reading=f"Reading the reply from {http.url}",
+            report="the server's name and version",
+            logger=log,
         )
     finally:
         if unwatch is not None:
@@ -286,19 +270,6 @@ async def _whole(
 def _fired(abort: AbortSignal) -> bool:
     # A call, so that the type checker does not assume the signal cannot change.
     return abort.aborted
-
-
-def _unless_aborted(abort: AbortSignal, error: ErrorEvent) -> ProviderEvent:
-    """A read that failed because the abort shut the socket is a cancellation."""
-    return FinishEvent("cancelled") if abort.aborted else error
-
-
-def _unsendable(model: str, exc: Exception) -> ErrorEvent:
-    return ErrorEvent(
-        f"The request to {model!r} cannot be sent as JSON ({exc}). Check the tool "
-        "arguments, the options and their extra values.",
-        ErrorCode.INVALID_REQUEST,
-    )
 
 
 def _bad_event(provider: OpenAIProvider, model: str, text: str, exc: Exception) -> ErrorEvent:

@@ -59,6 +59,20 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 
 MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
 
+# Settings that go from an argument or a profile to the config as they are.
+_PASSED_ON = frozenset(
+    {
+        "tools",
+        "vision",
+        "thinking",
+        "context_window",
+        "max_tokens_field",
+        "stream_usage",
+        "stream",
+        "verify",
+    }
+)
+
 
 class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """One named server in the profiles file; every field is optional."""
@@ -207,20 +221,14 @@ class OpenAIConfig:
                 f"{ENV_HTTP} (or http=...) is {stack!r}; use 'builtin' or 'httpx'."
             )
         merged_headers = {**chosen.headers, **(headers or {})}
-        values: dict[str, Any] = {
-            "tools": chosen.tools,
-            "vision": chosen.vision,
-            "thinking": chosen.thinking,
-            "context_window": chosen.context_window,
-            "max_tokens_field": chosen.max_tokens_field,
-            "stream_usage": chosen.stream_usage,
-        }
-        for name in ("verify", "stream"):
-            if getattr(chosen, name) is not None:
-                values[name] = getattr(chosen, name)
-        for name, value in overrides.items():
-            if name not in values and name not in ("verify", "stream"):
-                raise TypeError(f"OpenAIConfig.resolve() got an unexpected argument {name!r}")
+        unknown = overrides.keys() - _PASSED_ON
+        if unknown:
+            raise TypeError(f"OpenAIConfig.resolve() got unexpected arguments {sorted(unknown)}")
+        # What the model and server can do: the argument, else the profile, else the default.
+        values: dict[str, Any] = {}
+        for name in _PASSED_ON:
+            value = overrides.get(name)
+            value = getattr(chosen, name) if value is None else value
             if value is not None:
                 values[name] = value
         return cls(

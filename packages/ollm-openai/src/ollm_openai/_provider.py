@@ -15,10 +15,8 @@ import msgspec
 
 from ollm.errors import (
     BadResponseError,
-    ErrorCode,
     InvalidRequestError,
     ModelNotFoundError,
-    OllmError,
 )
 from ollm.registries import UsageAnchors
 from ollm.types import (
@@ -30,7 +28,7 @@ from ollm.types import (
     ProviderRequest,
     Usage,
 )
-from ollm_http import Reply, RetryPolicy
+from ollm_http import Reply, RetryPolicy, check_health
 from ollm_openai._chat import stream_chat, usage_from
 from ollm_openai._config import MaxTokensField, OpenAIConfig
 from ollm_openai._convert import build_body
@@ -153,18 +151,24 @@ class OpenAIProvider:
         """Stream the reply to ``request``: text, thinking, tool calls, then the finish."""
         return stream_chat(self, request)
 
-    def _body(self, request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
-        return build_body(
+    def _body(self, request: ProviderRequest, *, stream: bool) -> msgspec.Raw:
+        """The request as JSON, encoded once per attempt (or ``InvalidRequestError``)."""
+        body = build_body(
             request,
             self.config,
             stream=stream,
             include_usage=self._include_usage,
             max_tokens_field=self._max_tokens_field,
         )
-
-    def _check(self, request: ProviderRequest) -> None:
-        """Raise the error a request would fail with before anything is sent."""
-        msgspec.json.encode(self._body(request, stream=self.config.stream))
+        try:
+            return msgspec.Raw(msgspec.json.encode(body))
+        except (msgspec.EncodeError, TypeError, ValueError) as exc:
+            raise InvalidRequestError(
+                f"The request to {request.model!r} cannot be sent as JSON ({exc}). Check the "
+                "tool arguments, the options and their extra values.",
+                provider=PROVIDER,
+                model=request.model,
+            ) from None
 
     async def _open_chat(self, request: ProviderRequest, *, stream: bool) -> Reply:
         def adjust(said: ServerError) -> bool:
@@ -315,32 +319,11 @@ class OpenAIProvider:
 
     async def health(self) -> HealthStatus:
         """Whether the server answers ``GET /models``, and how fast. Never raises."""
-        checked_at = datetime.now(UTC)
-        started = time.perf_counter()
-        try:
+
+        async def probe() -> None:
             await self._http.models(short=True)
-        except OllmError as exc:
-            return HealthStatus(
-                ok=False,
-                provider=self.name,
-                checked_at=checked_at,
-                error=exc.message,
-                error_code=exc.code,
-            )
-        except Exception as exc:
-            return HealthStatus(
-                ok=False,
-                provider=self.name,
-                checked_at=checked_at,
-                error=f"Checking {self.base_url} failed: {type(exc).__name__}: {exc}",
-                error_code=ErrorCode.PROVIDER_ERROR,
-            )
-        return HealthStatus(
-            ok=True,
-            provider=self.name,
-            checked_at=checked_at,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-        )
+
+        return await check_health(self.name, probe, self.base_url)
 
     # -- lifetime ----------------------------------------------------------------------
 

@@ -89,16 +89,8 @@ class ModelListing(Protocol):
 
 
 @runtime_checkable
-class ModelManagement(Protocol):
-    """A provider that lists, describes, downloads and deletes models."""
-
-    async def list_models(self) -> list[ModelInfo]:
-        """The models available locally."""
-        ...
-
-    async def show_model(self, name: str) -> ModelInfo:
-        """One model in detail (raises ``ModelNotFoundError`` if missing)."""
-        ...
+class ModelManagement(ModelListing, Protocol):
+    """A provider that also downloads and deletes models."""
 
     async def pull_model(
         self, name: str, *, on_progress: Callable[[PullProgress], object] | None = None
