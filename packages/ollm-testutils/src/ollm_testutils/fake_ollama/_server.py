@@ -6,7 +6,6 @@ import inspect
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from types import TracebackType
 from typing import Any
 
 from ollm_testutils.fake_ollama._exchange import Exchange
@@ -15,7 +14,7 @@ from ollm_testutils.fake_ollama._script import OllamaModel, OllamaReply, Recorde
 from ollm_testutils.fake_ollama._store import ModelStore
 from ollm_testutils.fake_ollama._wire import go_json
 from ollm_testutils.httpserver._connection import Connection, HttpRequest, Response
-from ollm_testutils.httpserver._server import HttpServer
+from ollm_testutils.httpserver._fake import FakeServer
 
 __all__ = ["DEFAULT_VERSION", "FakeOllamaServer", "ReplyFunction"]
 
@@ -35,7 +34,7 @@ class _Failure:
         self.remaining = times
 
 
-class FakeOllamaServer:
+class FakeOllamaServer(FakeServer):
     """A fake Ollama on 127.0.0.1 at a free port, for tests of anything that talks to one.
 
     ::
@@ -75,8 +74,7 @@ class FakeOllamaServer:
         self._script: deque[OllamaReply] = deque()
         self._function: ReplyFunction | None = None
         self._failures: list[_Failure] = []
-        self._http = HttpServer(self._handle, port=port)
-        self._started = False
+        super().__init__(port=port)
         if models is True:
             self.add_model("llama3.2")
         elif models is not False:
@@ -86,66 +84,10 @@ class FakeOllamaServer:
                 else:
                     self.store.add(model)
 
-    # -- life cycle -------------------------------------------------------------------
-
-    def start(self) -> FakeOllamaServer:
-        """Start serving (idempotent); returns the server."""
-        if not self._started:
-            self._http.start()
-            self._started = True
-        return self
-
-    def stop(self) -> None:
-        """Stop serving: open connections are closed, hanging replies end."""
-        if self._started:
-            self._http.stop()
-
-    def __enter__(self) -> FakeOllamaServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> FakeOllamaServer:
-        return self.start()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        import anyio.to_thread
-
-        await anyio.to_thread.run_sync(self.stop)
-
-    @property
-    def port(self) -> int:
-        """The port it listens on (once started)."""
-        self._require_started()
-        return self._http.port
-
     @property
     def host(self) -> str:
         """``127.0.0.1:PORT``, as ``OLLAMA_HOST`` takes it."""
         return f"127.0.0.1:{self.port}"
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
-        return f"http://127.0.0.1:{self.port}"
-
-    def _require_started(self) -> None:
-        if not self._started:
-            raise RuntimeError(
-                "The FakeOllamaServer is not started: use it as a context manager "
-                "(with FakeOllamaServer() as server), or call start() first."
-            )
 
     # -- scripting ---------------------------------------------------------------------
 
@@ -275,16 +217,6 @@ class FakeOllamaServer:
         if not self.requests:
             raise LookupError("The fake Ollama server has received no request yet.")
         return self.requests[-1]
-
-    @property
-    def open_connections(self) -> int:
-        """Client connections open right now, idle keep-alive ones included."""
-        return self._http.open_connections
-
-    @property
-    def connections_accepted(self) -> int:
-        """Client connections accepted since the start."""
-        return self._http.connections_accepted
 
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Wait until every recorded request is finished; False on timeout."""

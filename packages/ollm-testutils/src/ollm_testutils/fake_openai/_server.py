@@ -6,24 +6,20 @@ import dataclasses
 import inspect
 import itertools
 import json
-import secrets
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from types import TracebackType
 from typing import Any
 
 from ollm_testutils._vectors import text_vector
+from ollm_testutils.fake_openai._frames import Frames, context_message, no_tools_message
 from ollm_testutils.fake_openai._script import (
-    AUTO,
     Flavor,
     OpenAIReply,
-    OpenAIToolCall,
     RecordedRequest,
 )
 from ollm_testutils.httpserver._connection import Connection, HttpRequest, Response
-from ollm_testutils.httpserver._server import HttpServer
+from ollm_testutils.httpserver._fake import FakeServer
 
 __all__ = ["FakeOpenAIServer", "ReplyFunction"]
 
@@ -34,51 +30,8 @@ _JSON = "application/json"
 _SSE = "text/event-stream; charset=utf-8"
 _INVALID = "invalid_request_error"
 
-# What each server says when tools are sent and it cannot parse tool calls.
-_NO_TOOLS: dict[str, str] = {
-    "vllm": (
-        '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
-    ),
-    "sglang": "Tool calling is not supported: start the server with --tool-call-parser",
-    "llamacpp": "tools param requires --jinja flag",
-    "ollama": "registry.ollama.ai/library/{model}:latest does not support tools",
-    "lmstudio": "This model does not support tools",
-    "openai": "tools are not supported for this model",
-    "litellm": "litellm.BadRequestError: tools are not supported for this model",
-}
 
-
-def _context_message(flavor: str, window: int, used: int) -> tuple[str, str | None, str | None]:
-    """(message, type, code) of a context-length refusal, as each server words it."""
-    if flavor == "openai":
-        return (
-            f"This model's maximum context length is {window} tokens. However, your messages "
-            f"resulted in {used} tokens. Please reduce the length of the messages.",
-            "invalid_request_error",
-            "context_length_exceeded",
-        )
-    if flavor == "llamacpp":
-        return (
-            "the request exceeds the available context size, try increasing it",
-            "exceed_context_size_error",
-            None,
-        )
-    if flavor == "sglang":
-        return (
-            f"The input ({used} tokens) is longer than the model's context length "
-            f"({window} tokens).",
-            "BadRequestError",
-            None,
-        )
-    return (
-        f"This model's maximum context length is {window} tokens. However, you requested "
-        f"{used} tokens in the messages, Please reduce the length of the messages.",
-        "BadRequestError",
-        None,
-    )
-
-
-class FakeOpenAIServer:
+class FakeOpenAIServer(FakeServer):
     """A fake OpenAI-compatible server on 127.0.0.1 at a free port, under ``/v1``.
 
     ::
@@ -128,76 +81,12 @@ class FakeOpenAIServer:
         self._script: deque[OpenAIReply] = deque()
         self._function: ReplyFunction | None = None
         self._ids = itertools.count(1)
-        self._http = HttpServer(self._handle, port=port)
-        self._started = False
-
-    # -- life cycle -------------------------------------------------------------------
-
-    def start(self) -> FakeOpenAIServer:
-        """Start serving (idempotent); returns the server."""
-        if not self._started:
-            self._http.start()
-            self._started = True
-        return self
-
-    def stop(self) -> None:
-        """Stop serving: open connections are closed, hanging replies end."""
-        if self._started:
-            self._http.stop()
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        import anyio.to_thread
-
-        await anyio.to_thread.run_sync(self.stop)
-
-    @property
-    def port(self) -> int:
-        """The port it listens on (once started)."""
-        if not self._started:
-            raise RuntimeError(
-                "The FakeOpenAIServer is not started: use it as a context manager "
-                "(with FakeOpenAIServer() as server), or call start() first."
-            )
-        return self._http.port
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:PORT`` (the server's root)."""
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__(port=port)
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1``, as ``OPENAI_BASE_URL`` takes it."""
         return f"{self.url}/v1"
-
-    @property
-    def open_connections(self) -> int:
-        """Client connections open right now."""
-        return self._http.open_connections
-
-    @property
-    def connections_accepted(self) -> int:
-        """Connections accepted since the start."""
-        return self._http.connections_accepted
 
     # -- scripting ---------------------------------------------------------------------
 
@@ -284,10 +173,20 @@ class FakeOpenAIServer:
         code: str | int | None = None,
         param: str | None = None,
     ) -> bool:
-        if self.flavor in ("vllm", "sglang", "llamacpp") and code is None:
-            code = status
-        body = {"error": {"message": message, "type": type, "param": param, "code": code}}
-        return self._json(response, status, body)
+        error = {"message": message, "type": type, "param": param, "code": code}
+        return self._send_error(response, status, error)
+
+    def _send_error(
+        self,
+        response: Response,
+        status: int,
+        error: Any,
+        headers: Iterable[tuple[str, str]] = (),
+    ) -> bool:
+        """``{"error": error}``; vLLM, SGLang and llama.cpp put the status in its ``code``."""
+        if self.flavor in ("vllm", "sglang", "llamacpp") and isinstance(error, dict):
+            error = {**error, "code": error.get("code") or status}
+        return response.send(status, json.dumps({"error": error}).encode(), _JSON, headers)
 
     def _model_list(self) -> dict[str, Any]:
         data = []
@@ -391,20 +290,21 @@ class FakeOpenAIServer:
             return self._error(
                 response,
                 400,
-                _NO_TOOLS[self.flavor].format(model=model),
+                no_tools_message(self.flavor, model),
                 "BadRequestError" if self.flavor in ("vllm", "sglang") else "invalid_request_error",
             )
         if self.context_window is not None:
             used = len(json.dumps(body["messages"])) // 4
             if used > self.context_window:
-                message, kind, code = _context_message(self.flavor, self.context_window, used)
+                message, kind, code = context_message(self.flavor, self.context_window, used)
                 return self._error(response, 400, message, kind, code)
         reply = self._next_reply(body)
         if reply.delay and not connection.wait(reply.delay):
             return False
         if reply.status >= 400:
-            head = [(k, v) for k, v in reply.headers.items()]
-            return self._send_with_headers(response, reply.status, reply.error or {}, head)
+            return self._send_error(
+                response, reply.status, reply.error or {}, reply.headers.items()
+            )
         if reply.raw is not None:
             response.start_chunked(200, _SSE)
             for piece in reply.raw:
@@ -412,120 +312,12 @@ class FakeOpenAIServer:
                     return False
             return response.end()
         if not streaming:
-            return self._json(response, 200, self._completion(body, reply))
+            return self._json(
+                response,
+                200,
+                Frames(self.flavor).completion(body, reply, f"chatcmpl-{next(self._ids)}"),
+            )
         return self._stream(body, reply, response, connection)
-
-    def _send_with_headers(
-        self, response: Response, status: int, error: Any, headers: list[tuple[str, str]]
-    ) -> bool:
-        if self.flavor in ("vllm", "sglang", "llamacpp") and isinstance(error, dict):
-            error = {**error, "code": error.get("code") or status}
-        data = json.dumps({"error": error}).encode()
-        return response.send(status, data, _JSON, headers)
-
-    # -- replies -----------------------------------------------------------------------
-
-    def _call_id(self) -> str | None:
-        if self.flavor == "lmstudio":
-            return None
-        if self.flavor == "vllm":
-            return f"chatcmpl-tool-{secrets.token_hex(16)}"
-        if self.flavor == "ollama":
-            return f"call_{secrets.token_hex(4)}"
-        return f"call_{secrets.token_hex(12)}"
-
-    def _usage(self, body: dict[str, Any], reply: OpenAIReply) -> dict[str, int]:
-        if reply.usage is not AUTO and reply.usage is not None:
-            prompt, completion = reply.usage
-        else:
-            prompt = max(1, len(json.dumps(body.get("messages"))) // 4)
-            completion = max(1, len("".join(reply.pieces)) // 4)
-        return {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        }
-
-    def _finish_reason(self, reply: OpenAIReply) -> str | None:
-        if reply.finish_reason is not AUTO:
-            return reply.finish_reason
-        if reply.calls and self.flavor != "lmstudio":
-            return "tool_calls"
-        return "stop"
-
-    def _reasoning_field(self) -> str:
-        return "reasoning" if self.flavor in ("ollama", "litellm") else "reasoning_content"
-
-    def _completion(self, body: dict[str, Any], reply: OpenAIReply) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.pieces) or None}
-        if reply.reasoning_pieces:
-            message[self._reasoning_field()] = "".join(reply.reasoning_pieces)
-        if reply.calls:
-            message["tool_calls"] = [
-                {
-                    "id": call.id if call.id is not AUTO else self._call_id(),
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments_text},
-                }
-                for call in reply.calls
-            ]
-        if reply.refusal:
-            message["refusal"] = reply.refusal
-        result: dict[str, Any] = {
-            "id": f"chatcmpl-{next(self._ids)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model"),
-            "choices": [
-                {"index": 0, "message": message, "finish_reason": self._finish_reason(reply)}
-            ],
-        }
-        if reply.usage is not None:
-            result["usage"] = self._usage(body, reply)
-        return result
-
-    def _tool_deltas(self, reply: OpenAIReply) -> list[list[dict[str, Any]]]:
-        """The ``tool_calls`` of each delta that carries calls, framed as the flavor does."""
-        framing = reply.tool_call_framing or (
-            "whole" if self.flavor in ("llamacpp", "lmstudio", "ollama") else "split"
-        )
-        calls = reply.calls
-        ids = [call.id if call.id is not AUTO else self._call_id() for call in calls]
-        indexed = self.flavor != "lmstudio"
-
-        def head(i: int, call: OpenAIToolCall, arguments: str) -> dict[str, Any]:
-            delta: dict[str, Any] = {
-                "type": "function",
-                "function": {"name": call.name, "arguments": arguments},
-            }
-            if indexed:
-                delta["index"] = i
-            if ids[i] is not None:
-                delta["id"] = ids[i]
-            return delta
-
-        if framing == "whole":
-            return [[head(i, call, call.arguments_text)] for i, call in enumerate(calls)]
-        pieces = [_split(call.arguments_text, 3) for call in calls]
-        deltas: list[list[dict[str, Any]]] = [[head(i, call, "")] for i, call in enumerate(calls)]
-        fragments = [
-            [{"index": i, "function": {"arguments": piece}}]
-            for i in range(len(calls))
-            for piece in pieces[i]
-        ]
-        if framing == "interleaved":
-            deltas = [[head(i, call, "")] for i, call in enumerate(calls)]
-            longest = max((len(p) for p in pieces), default=0)
-            for n in range(longest):
-                for i in range(len(calls)):
-                    if n < len(pieces[i]):
-                        deltas.append([{"index": i, "function": {"arguments": pieces[i][n]}}])
-            return deltas
-        ordered: list[list[dict[str, Any]]] = []
-        for i in range(len(calls)):
-            ordered.append(deltas[i])
-            ordered.extend(f for f in fragments if f[0]["index"] == i)
-        return ordered
 
     def _stream(
         self,
@@ -534,54 +326,7 @@ class FakeOpenAIServer:
         response: Response,
         connection: Connection,
     ) -> bool:
-        ident = f"chatcmpl-{next(self._ids)}"
-        created = int(time.time())
-        model = body.get("model")
-
-        def chunk(delta: dict[str, Any] | None, finish: str | None = None, **extra: Any) -> bytes:
-            choices = (
-                []
-                if delta is None
-                else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
-            )
-            value = {
-                "id": ident,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": model,
-                "choices": choices,
-                **extra,
-            }
-            return b"data: " + json.dumps(value).encode() + b"\n\n"
-
-        events: list[bytes] = [chunk({"role": "assistant", "content": ""})]
-        field = self._reasoning_field()
-        events.extend(chunk({field: piece}) for piece in reply.reasoning_pieces)
-        events.extend(chunk({"content": piece}) for piece in reply.pieces)
-        if reply.refusal:
-            events.append(chunk({"refusal": reply.refusal}))
-        text_events = len(events)
-        events.extend(chunk({"tool_calls": calls}) for calls in self._tool_deltas(reply))
-        options = body.get("stream_options") or {}
-        wants_usage = reply.usage is not None and (
-            reply.usage is not AUTO
-            or (isinstance(options, dict) and options.get("include_usage"))
-            or self.flavor == "llamacpp"
-        )
-        finish = self._finish_reason(reply)
-        if self.flavor == "llamacpp" and wants_usage:
-            events.append(chunk({}, finish, usage=self._usage(body, reply)))
-        else:
-            if finish is not None:
-                events.append(chunk({}, finish))
-            if wants_usage:
-                events.append(chunk(None, usage=self._usage(body, reply)))
-        if reply.midstream_error is not None:
-            events = events[:text_events]
-            error = {"error": dict(reply.midstream_error)}
-            events.append(b"data: " + json.dumps(error).encode() + b"\n\n")
-        elif reply.end == "done":
-            events.append(b"data: [DONE]\n\n")
+        events, text_events = Frames(self.flavor).stream(body, reply, f"chatcmpl-{next(self._ids)}")
         if not response.start_chunked(200, _SSE):
             return False
         per_write = max(1, self.events_per_write)
@@ -600,13 +345,6 @@ class FakeOpenAIServer:
             response.abort()
             return False
         return response.end()
-
-
-def _split(text: str, parts: int) -> list[str]:
-    if not text:
-        return []
-    size = max(1, -(-len(text) // parts))
-    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _as_reply(reply: OpenAIReply | str) -> OpenAIReply:

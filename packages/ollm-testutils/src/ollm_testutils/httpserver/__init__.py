@@ -15,11 +15,13 @@ from ollm_testutils.httpserver._connection import (
     json_error,
     readable,
 )
+from ollm_testutils.httpserver._fake import FakeServer
 from ollm_testutils.httpserver._server import Handler, HttpServer
 
 __all__ = [
     "BadRequest",
     "Connection",
+    "FakeServer",
     "Handler",
     "HttpRequest",
     "HttpServer",

@@ -1,0 +1,92 @@
+"""The life cycle every fake server shares: start, stop, context managers, its port."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Self
+
+from ollm_testutils.httpserver._connection import Connection, HttpRequest, Response
+from ollm_testutils.httpserver._server import HttpServer
+
+__all__ = ["FakeServer"]
+
+
+class FakeServer:
+    """A fake provider server on 127.0.0.1 at a free port, served by ``HttpServer``.
+
+    Subclasses answer requests in ``_handle``; this gives them ``start``/``stop``,
+    ``with`` and ``async with`` (asyncio and trio), ``port``, ``url`` and the
+    connection counts.
+    """
+
+    def __init__(self, *, port: int = 0) -> None:
+        self._http = HttpServer(self._handle, port=port)
+        self._started = False
+
+    def _handle(self, request: HttpRequest, response: Response, connection: Connection) -> None:
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        """Start serving (idempotent); returns the server."""
+        if not self._started:
+            self._http.start()
+            self._started = True
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: open connections are closed, hanging replies end."""
+        if self._started:
+            self._http.stop()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        return self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        import anyio.to_thread
+
+        await anyio.to_thread.run_sync(self.stop)
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (once started)."""
+        self._require_started()
+        return self._http.port
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def open_connections(self) -> int:
+        """Client connections open right now, idle keep-alive ones included."""
+        return self._http.open_connections
+
+    @property
+    def connections_accepted(self) -> int:
+        """Client connections accepted since the start."""
+        return self._http.connections_accepted
+
+    def _require_started(self) -> None:
+        if not self._started:
+            name = type(self).__name__
+            raise RuntimeError(
+                f"The {name} is not started: use it as a context manager "
+                f"(with {name}() as server), or call start() first."
+            )
