@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import resource
-import socket
 import statistics
 import sys
 import time
@@ -209,25 +208,10 @@ def client(name: str, url: str, chunks: int, repeats: int, backend: str) -> dict
 
 
 def server_alone(url: str, chunks: int, repeats: int) -> dict[str, Any]:
-    host, port = url.removeprefix("http://").removesuffix("/v1").split(":")
-    body = json.dumps({"model": f"bench-{chunks}", "messages": MESSAGES, "stream": True}).encode()
-    head = (
-        f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: "
-        f"application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    ).encode()
-    rates = []
-    for _ in range(repeats + 1):
-        with socket.create_connection((host, int(port))) as sock:
-            started = time.perf_counter()
-            sock.sendall(head + body)
-            events = 0
-            while True:
-                data = sock.recv(1 << 20)
-                if not data:
-                    break
-                events += data.count(b'"content"')
-            rates.append(events / (time.perf_counter() - started))
-    return {"rates": rates[1:]}
+    from child import socket_rate
+
+    payload = {"model": f"bench-{chunks}", "messages": MESSAGES, "stream": True}
+    return socket_rate(url, "/v1/chat/completions", payload, b'"content"', repeats)
 
 
 def import_time(name: str) -> dict[str, Any]:

@@ -131,12 +131,18 @@ def concurrency(name: str, url: str, streams: int, chunks: int, backend: str) ->
 
 def raw_socket(url: str, chunks: int, repeats: int) -> dict[str, Any]:
     """The server's own rate: a client that only reads the bytes and counts the lines."""
-    host, port = url.removeprefix("http://").split(":")
-    body = json.dumps(
-        {"model": f"bench-{chunks}", "messages": [{"role": "user", "content": "go"}]}
-    ).encode()
+    payload = {"model": f"bench-{chunks}", "messages": [{"role": "user", "content": "go"}]}
+    return socket_rate(url, "/api/chat", payload, b'"done":false', repeats)
+
+
+def socket_rate(
+    url: str, path: str, payload: dict[str, Any], marker: bytes, repeats: int
+) -> dict[str, Any]:
+    """Markers per second read off a raw socket: what a server sends, with no client work."""
+    host, port = url.removeprefix("http://").split("/")[0].split(":")
+    body = json.dumps(payload).encode()
     head = (
-        f"POST /api/chat HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     ).encode()
     rates = []
@@ -144,13 +150,13 @@ def raw_socket(url: str, chunks: int, repeats: int) -> dict[str, Any]:
         with socket.create_connection((host, int(port))) as sock:
             started = time.perf_counter()
             sock.sendall(head + body)
-            lines = 0
+            count = 0
             while True:
                 data = sock.recv(1 << 20)
                 if not data:
                     break
-                lines += data.count(b'"done":false')
-            rates.append(lines / (time.perf_counter() - started))
+                count += data.count(marker)
+            rates.append(count / (time.perf_counter() - started))
     return {"rates": rates[1:]}
 
 
