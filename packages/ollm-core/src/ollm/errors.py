@@ -14,6 +14,7 @@ __all__ = [
     "BadResponseError",
     "CapabilityError",
     "ConnectionFailedError",
+    "ContentBlockedError",
     "ConversationBusyError",
     "ErrorCode",
     "InvalidRequestError",
@@ -66,6 +67,7 @@ class ErrorCode:
     TLS_ERROR = "TLS_ERROR"
     RATE_LIMITED = "RATE_LIMITED"
     AUTH_FAILED = "AUTH_FAILED"
+    CONTENT_BLOCKED = "CONTENT_BLOCKED"
 
 
 class OllmError(Exception):
@@ -164,6 +166,12 @@ class AuthenticationError(OllmError):
     code = ErrorCode.AUTH_FAILED
 
 
+class ContentBlockedError(OllmError):
+    """The provider's safety filters blocked the prompt or the reply; the reason is named."""
+
+    code = ErrorCode.CONTENT_BLOCKED
+
+
 class ProviderError(OllmError):
     """The provider reported an error of its own (its message is kept)."""
 
@@ -251,6 +259,7 @@ _BY_CODE: dict[str, type[OllmError]] = {
         TLSError,
         RateLimitedError,
         AuthenticationError,
+        ContentBlockedError,
         ProviderError,
         TokenLimitError,
         ProviderNotFoundError,

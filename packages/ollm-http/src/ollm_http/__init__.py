@@ -11,6 +11,8 @@
 - ``body_reader``, ``abort_shuts_socket``, ``drain``, ``close_response`` and
   ``failure_event``: a streamed reply read on the hot path, stopped at once by an abort,
   ended cleanly, or ended with the right event when it fails; ``check_health``.
+- ``check_base_url``, ``seconds_setting`` and ``is_loopback``: a provider's address and
+  timeouts read from its settings, with messages that name the setting.
 - ``RetryPolicy``, ``with_retries`` and ``retry_after_seconds`` for servers that say
   "not now" (HTTP 429).
 
@@ -22,6 +24,7 @@ from ollm_http._config import ErrorContext, HTTPConfig, Limits, Timeouts, check_
 from ollm_http._errors import describe, error_from_exception, excerpt
 from ollm_http._lines import EventSplitter, LineSplitter, LineTooLongError, ServerSentEvent
 from ollm_http._retry import NO_RETRY, RetryPolicy, retry_after_seconds, with_retries
+from ollm_http._settings import check_base_url, is_loopback, seconds_setting
 from ollm_http._stream import (
     BodyRead,
     abort_shuts_socket,
@@ -52,6 +55,7 @@ __all__ = [
     "__version__",
     "abort_shuts_socket",
     "body_reader",
+    "check_base_url",
     "check_header",
     "check_health",
     "close_response",
@@ -60,6 +64,8 @@ __all__ = [
     "error_from_exception",
     "excerpt",
     "failure_event",
+    "is_loopback",
     "retry_after_seconds",
+    "seconds_setting",
     "with_retries",
 ]

@@ -17,8 +17,6 @@ Several live side by side as named profiles in a TOML file (``-p openai:vllm``):
 
 from __future__ import annotations
 
-import ipaddress
-import math
 import os
 import sys
 from collections.abc import Mapping
@@ -30,6 +28,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ollm.errors import InvalidRequestError, ProviderNotFoundError
+from ollm_http import check_base_url, is_loopback, seconds_setting
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -135,13 +134,7 @@ class OpenAIConfig:
     @property
     def loopback(self) -> bool:
         """Whether the server is on this machine (no proxy is ever used for it)."""
-        host = urlsplit(self.base_url).hostname or ""
-        if host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return False
+        return is_loopback(self.base_url)
 
     @property
     def where(self) -> str:
@@ -202,14 +195,18 @@ class OpenAIConfig:
             org = organization or chosen.organization
             proj = project or chosen.project
             default_model = model or chosen.model
-        url = _check_url(url, ENV_BASE_URL if profile is None else f"profile {profile!r}")
-        read = _seconds(
+        url = check_base_url(
+            url,
+            ENV_BASE_URL if profile is None else f"profile {profile!r}",
+            "http://127.0.0.1:8000/v1",
+        )
+        read = seconds_setting(
             timeout if timeout is not None else chosen.timeout,
             env.get(ENV_TIMEOUT),
             ENV_TIMEOUT,
             DEFAULT_TIMEOUT,
         )
-        connect = _seconds(
+        connect = seconds_setting(
             connect_timeout if connect_timeout is not None else chosen.connect_timeout,
             env.get(ENV_CONNECT_TIMEOUT),
             ENV_CONNECT_TIMEOUT,
@@ -316,39 +313,3 @@ def _profile(name: str, environ: Mapping[str, str]) -> Profile:
         f"There is no OpenAI-compatible profile {name!r} in {path}. Known profiles: "
         f"{', '.join(sorted(profiles))}."
     )
-
-
-def _check_url(url: str, setting: str) -> str:
-    url = url.strip().rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidRequestError(
-            f"{url!r} ({setting}) is not an http:// or https:// address. Use the server's "
-            "base URL, for example http://127.0.0.1:8000/v1."
-        )
-    try:
-        parts.port  # noqa: B018 - raises ValueError for a port out of range
-    except ValueError:
-        raise InvalidRequestError(
-            f"{url!r} ({setting}) has a port that is not between 1 and 65535."
-        ) from None
-    return url
-
-
-def _seconds(argument: float | None, text: str | None, variable: str, default: float) -> float:
-    if argument is not None:
-        value = float(argument)
-        where = "the timeout argument"
-    elif text:
-        try:
-            value = float(text)
-        except ValueError:
-            raise InvalidRequestError(
-                f"{variable} is {text!r}; it must be a number of seconds, such as 600."
-            ) from None
-        where = variable
-    else:
-        return default
-    if not value > 0 or math.isnan(value):
-        raise InvalidRequestError(f"{where} is {value}; it must be a positive number of seconds.")
-    return value

@@ -1,5 +1,5 @@
-"""Test ollm applications and plugins: mock providers, fake Ollama and OpenAI-compatible
-servers, pytest fixtures.
+"""Test ollm applications and plugins: mock providers, fake Ollama, OpenAI-compatible and
+Gemini servers, pytest fixtures.
 
 Names load on first use, so ``import ollm_testutils`` stays cheap: the fake server and
 its HTTP machinery are imported only when a test asks for them.
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ollm_testutils.capabilities import MockEmbeddings, MockModels
     from ollm_testutils.echo import EchoProvider
     from ollm_testutils.events import EventCollector
+    from ollm_testutils.fake_gemini import FakeGeminiServer, GeminiCall, GeminiReply
     from ollm_testutils.fake_ollama import (
         AUTO,
         FakeOllamaServer,
@@ -31,9 +32,12 @@ _LAZY: dict[str, str] = {
     "AUTO": "ollm_testutils.fake_ollama",
     "EchoProvider": "ollm_testutils.echo",
     "EventCollector": "ollm_testutils.events",
+    "FakeGeminiServer": "ollm_testutils.fake_gemini",
     "FakeOllamaServer": "ollm_testutils.fake_ollama",
     "FakeOpenAIServer": "ollm_testutils.fake_openai",
     "FunctionProvider": "ollm_testutils.mock",
+    "GeminiCall": "ollm_testutils.fake_gemini",
+    "GeminiReply": "ollm_testutils.fake_gemini",
     "MockEmbeddings": "ollm_testutils.capabilities",
     "MockModels": "ollm_testutils.capabilities",
     "MockProvider": "ollm_testutils.mock",
@@ -51,9 +55,12 @@ __all__ = [
     "AUTO",
     "EchoProvider",
     "EventCollector",
+    "FakeGeminiServer",
     "FakeOllamaServer",
     "FakeOpenAIServer",
     "FunctionProvider",
+    "GeminiCall",
+    "GeminiReply",
     "MockEmbeddings",
     "MockModels",
     "MockProvider",

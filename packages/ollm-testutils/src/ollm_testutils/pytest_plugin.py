@@ -9,6 +9,7 @@ Fixtures:
 - ``chat_client``: an ``ollm.ChatClient`` on those registries and that provider;
 - ``fake_ollama``: a running ``FakeOllamaServer`` for the test;
   ``fake_ollama_session``: one shared by the whole session (call ``reset()``);
+- ``fake_gemini``: a running ``FakeGeminiServer`` (the Gemini API) for the test;
 - ``fake_openai``: a running ``FakeOpenAIServer`` (OpenAI-compatible) for the test;
 - ``ollm_events``: an ``EventCollector``.
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from ollm import ChatClient, Registries
     from ollm_testutils.echo import EchoProvider
     from ollm_testutils.events import EventCollector
+    from ollm_testutils.fake_gemini import FakeGeminiServer
     from ollm_testutils.fake_ollama import FakeOllamaServer
     from ollm_testutils.fake_openai import FakeOpenAIServer
     from ollm_testutils.mock import ScriptedProvider
@@ -178,6 +180,15 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
     from ollm_testutils.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_gemini() -> Iterator[FakeGeminiServer]:
+    """A ``FakeGeminiServer`` running for this test (key ``test-key``, ``fake_gemini.url``)."""
+    from ollm_testutils.fake_gemini import FakeGeminiServer
+
+    with FakeGeminiServer() as server:
         yield server
 
 

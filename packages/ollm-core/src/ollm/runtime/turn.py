@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
+
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.tool_runner import ToolOutcome, cancelled_outcome
 from ollm.types.depth import nests_deeper_than
@@ -65,9 +67,10 @@ class Turn:
         renumber = not call.id or call.id in self._ids
         deep = nests_deeper_than(call.args)
         if renumber or deep:
-            call = ToolCall(
+            # replace(), so that what else the call carries (its signature) stays.
+            call = msgspec.structs.replace(
+                call,
                 id=f"call_{self.number}_{len(self.calls)}" if renumber else call.id,
-                name=call.name,
                 args={} if deep else call.args,
             )
         if deep:

@@ -43,7 +43,12 @@ a chat may also end with ``max_turns``, ``cancelled``, ``token_limit`` or ``erro
 
 
 class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
-    """Tokens used, and the provider's timings when it reports them (nanoseconds)."""
+    """Tokens used, and the provider's timings when it reports them (nanoseconds).
+
+    ``completion_tokens`` counts every token the model wrote, its reasoning included;
+    ``reasoning_tokens`` says how many of them were reasoning, and ``cached_tokens``
+    how many prompt tokens came from the provider's cache, when it reports them.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -52,6 +57,8 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
     load_duration_ns: int | None = None
     prompt_eval_duration_ns: int | None = None
     eval_duration_ns: int | None = None
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -64,6 +71,8 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
                 self.prompt_eval_duration_ns, other.prompt_eval_duration_ns
             ),
             eval_duration_ns=_add(self.eval_duration_ns, other.eval_duration_ns),
+            reasoning_tokens=_add(self.reasoning_tokens, other.reasoning_tokens),
+            cached_tokens=_add(self.cached_tokens, other.cached_tokens),
         )
 
 

@@ -65,12 +65,17 @@ class ToolCall(msgspec.Struct, frozen=True, omit_defaults=True):
     JSON object (a provider's server passes them on as text): ``args`` is then empty,
     the call is not run, and its result tells the model what was wrong, so it can
     call again.
+
+    ``signature`` is opaque data the provider must send back with the call in later
+    requests (Gemini's ``thoughtSignature``, which carries the model's reasoning from
+    one step to the next); keep it with the call, never show or change it.
     """
 
     id: str
     name: str
     args: dict[str, Any] = msgspec.field(default_factory=dict)
     invalid_args: str | None = None
+    signature: str | None = None
 
 
 class Message(msgspec.Struct, frozen=True, omit_defaults=True):

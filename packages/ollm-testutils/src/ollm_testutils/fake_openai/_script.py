@@ -143,6 +143,7 @@ class RecordedRequest:
     headers: Mapping[str, str]
     body: bytes
     completed: bool = True
+    query: str = ""
 
     @property
     def json(self) -> Any:
