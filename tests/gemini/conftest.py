@@ -42,9 +42,7 @@ def provider_for(server: FakeGeminiServer, **settings: Any) -> GeminiProvider:
     """A provider for ``server`` with an empty environment (no retry unless asked)."""
     settings.setdefault("retry", NO_RETRY)
     settings.setdefault("model", MODEL)
-    return GeminiProvider(
-        settings.pop("api_key", KEY), base_url=server.url, environ={}, **settings
-    )
+    return GeminiProvider(settings.pop("api_key", KEY), base_url=server.url, environ={}, **settings)
 
 
 @pytest.fixture

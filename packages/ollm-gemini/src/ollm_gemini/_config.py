@@ -7,6 +7,7 @@ proxies' included.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -39,6 +40,8 @@ ENV_HTTP = "OLLM_GEMINI_HTTP"
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_CONNECT_TIMEOUT = 10.0
 _VERSIONS = ("v1beta", "v1", "v1alpha")
+# What a model name must not hold: it goes into the URL's path.
+_UNSAFE = re.compile(r"[^A-Za-z0-9._\-/]")
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,17 @@ class GeminiConfig:
 
     def resource(self, model: str) -> str:
         """``models/NAME`` for ``NAME``; ``models/NAME`` and ``tunedModels/NAME`` as they are."""
-        name = model.strip().strip("/")
+        name = model.strip().strip("/") if isinstance(model, str) else ""
+        if not name:
+            raise InvalidRequestError(
+                "The request names no model. Pass model=... (ollm chat -m NAME), or set "
+                f"{ENV_MODEL}."
+            )
+        if _UNSAFE.search(name) or ".." in name or name.count("/") > 1:
+            raise InvalidRequestError(
+                f"{model!r} is not a Gemini model name (names are like gemini-2.5-flash). "
+                "See the names with: ollm models list -p gemini"
+            )
         return name if "/" in name else f"models/{name}"
 
     def model_path(self, model: str) -> str:

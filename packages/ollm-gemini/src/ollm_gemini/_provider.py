@@ -121,16 +121,6 @@ class GeminiProvider:
         return stream_chat(self, request)
 
     def _path(self, model: str, method: str) -> str:
-        if not isinstance(model, str) or not model.strip():
-            raise InvalidRequestError(
-                "The request names no model. Pass model=... (ollm chat -m NAME), or set "
-                "OLLM_GEMINI_MODEL."
-            )
-        if any(c in model for c in "?#%\\ \t\r\n") or ".." in model:
-            raise InvalidRequestError(
-                f"{model!r} is not a Gemini model name (names are like gemini-2.5-flash). "
-                "See the names with: ollm models list -p gemini"
-            )
         return f"{self.config.model_path(model)}:{method}"
 
     def _body(self, request: ProviderRequest, correction: str | None = None) -> msgspec.Raw:
