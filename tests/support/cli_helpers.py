@@ -11,7 +11,11 @@ OLLM = str(Path(sys.executable).with_name("ollm"))
 
 def ollm_env(**extra: str) -> dict[str, str]:
     """A clean environment for the CLI: no colour, no user defaults."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OLLM_", "OLLAMA_", "OPENAI_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OLLM_", "OLLAMA_", "OPENAI_", "GEMINI_", "GOOGLE_"))
+    }
     env.update({"NO_COLOR": "1", "PYTHONUNBUFFERED": "1"})
     env.update(extra)
     return env

@@ -101,7 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("name")
     loaded = actions.add_parser("ps", help="the models loaded in memory")
     for action in (listing, show, pull, remove, loaded):
-        # `ollm models list --json` as well as `ollm models --json list`.
+        # `ollm models list -p X --json` as well as `ollm models -p X --json list`.
+        action.add_argument(
+            "-p",
+            "--provider",
+            default=argparse.SUPPRESS,
+            help="the provider (default: $OLLM_PROVIDER or ollama)",
+        )
         action.add_argument(
             "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
         )
