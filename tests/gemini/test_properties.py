@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -80,7 +81,7 @@ def test_any_split_of_the_stream_gives_the_same_events(
 ) -> None:
     body, cuts = stream
     edges = [0, *cuts, len(body)]
-    pieces = [body[a:b] for a, b in zip(edges, edges[1:], strict=False) if b > a]
+    pieces = [body[a:b] for a, b in itertools.pairwise(edges) if b > a]
     shared.reset()
     shared.script(GeminiReply(raw=[body]), GeminiReply(raw=pieces))
     whole = events_of(shared, request())

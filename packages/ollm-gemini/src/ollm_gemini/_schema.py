@@ -14,8 +14,8 @@ The rules (WIRE.md, "Tools"):
 - ``exclusiveMinimum``/``exclusiveMaximum`` become ``minimum``/``maximum``; ``title``
   joins the description; keywords with no equivalent (``additionalProperties``,
   ``patternProperties``, ``not``, ``if``/``then``/``else``, ``$schema``, ``examples``...)
-  are dropped: they constrain what the tool accepts, and ollm validates the arguments
-  against the original schema before the tool runs;
+  are dropped: they loosen what the model is told, not what the tool accepts (the tool
+  still checks its arguments: an ollm tool against its type hints);
 - a value with no type (``{}``, "anything") and a recursive type cannot be written in
   this subset: ``Unexpressible`` names the field, and the tool is sent as
   ``parametersJsonSchema`` (full JSON Schema, v1beta) instead.
