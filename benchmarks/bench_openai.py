@@ -182,13 +182,23 @@ IMPORTS = {
 }
 
 
-def client(name: str, url: str, chunks: int, repeats: int, backend: str) -> dict[str, Any]:
+def server_alone(url: str, chunks: int, repeats: int) -> dict[str, Any]:
+    from child import socket_rate
+
+    payload = {"model": f"bench-{chunks}", "messages": MESSAGES, "stream": True}
+    return socket_rate(url, "/v1/chat/completions", payload, b'"content"', repeats)
+
+
+def client(
+    name: str, url: str, chunks: int, repeats: int, backend: str, clients: dict[str, Any]
+) -> dict[str, Any]:
+    """Chunks per second of the client ``name`` (one of ``clients``), warmed, in this process."""
     import anyio
 
     model = f"bench-{chunks}"
 
     async def run() -> dict[str, Any]:
-        instance = CLIENTS[name]()
+        instance = clients[name]()
         await instance.open(url)
         try:
             assert await instance.stream(model) == chunks  # warm: pool, caches, imports
@@ -207,35 +217,36 @@ def client(name: str, url: str, chunks: int, repeats: int, backend: str) -> dict
     return anyio.run(run, backend=backend)
 
 
-def server_alone(url: str, chunks: int, repeats: int) -> dict[str, Any]:
-    from child import socket_rate
-
-    payload = {"model": f"bench-{chunks}", "messages": MESSAGES, "stream": True}
-    return socket_rate(url, "/v1/chat/completions", payload, b'"content"', repeats)
-
-
-def import_time(name: str) -> dict[str, Any]:
+def import_time(statement: str) -> dict[str, Any]:
     import subprocess
 
     samples = []
     for _ in range(7):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", IMPORTS[name]], check=True)
+        subprocess.run([sys.executable, "-c", statement], check=True)
         samples.append((time.perf_counter() - started) * 1000.0)
     return {"ms": samples}
 
 
-def main(argv: list[str]) -> None:
+def main(
+    argv: list[str],
+    *,
+    serve_: Any = None,
+    clients: dict[str, Any] | None = None,
+    imports: dict[str, str] | None = None,
+    alone: Any = None,
+) -> None:
+    """The modes of a streaming benchmark script: serve, client, socket, import."""
     mode = argv[0]
     if mode == "serve":
-        serve()
+        (serve_ or serve)()
         return
     if mode == "client":
-        result = client(argv[1], argv[2], int(argv[3]), int(argv[4]), argv[5])
+        result = client(argv[1], argv[2], int(argv[3]), int(argv[4]), argv[5], clients or CLIENTS)
     elif mode == "socket":
-        result = server_alone(argv[1], int(argv[2]), int(argv[3]))
+        result = (alone or server_alone)(argv[1], int(argv[2]), int(argv[3]))
     elif mode == "import":
-        result = import_time(argv[1])
+        result = import_time((imports or IMPORTS)[argv[1]])
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     result["median"] = statistics.median(result.get("rates") or result.get("ms") or [0])

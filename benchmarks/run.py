@@ -180,9 +180,14 @@ def whole_process(url: str, quick: bool) -> dict[str, Any]:
     return {"chunks": chunks, **{name: spread(values) for name, values in times.items()}}
 
 
-def openai_compatible(quick: bool) -> dict[str, Any]:
-    """ollm-openai against the openai SDK and litellm on one SSE server (vLLM's framing)."""
-    script = str(HERE / "bench_openai.py")
+def streaming_section(
+    script_name: str,
+    clients: tuple[tuple[str, str, str], ...],
+    imports: tuple[tuple[str, str], ...],
+    quick: bool,
+) -> dict[str, Any]:
+    """One streaming benchmark script (bench_openai.py's modes): its server, clients, imports."""
+    script = str(HERE / script_name)
     server = subprocess.Popen(
         [PY, script, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
@@ -195,7 +200,7 @@ def openai_compatible(quick: bool) -> dict[str, Any]:
             [PY, script, *map(str, args)], capture_output=True, text=True, cwd=HERE, timeout=1800
         )
         if out.returncode != 0:
-            raise RuntimeError(f"bench_openai {args} failed:\n{out.stderr[-3000:]}")
+            raise RuntimeError(f"{script_name} {args} failed:\n{out.stderr[-3000:]}")
         result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
         return result
 
@@ -204,30 +209,58 @@ def openai_compatible(quick: bool) -> dict[str, Any]:
     try:
         alone = run_child("socket", url, chunks, repeats)
         rows["server alone (a client that only reads)"] = {**spread(alone["rates"])}
-        for label, name, backend in (
-            ("ollm (ChatClient + OpenAIProvider)", "ollm", "asyncio"),
-            ("ollm (trio)", "ollm", "trio"),
-            ("raw httpx + msgspec (aiter_lines)", "raw-httpx", "asyncio"),
-            ("openai AsyncOpenAI", "openai", "asyncio"),
-            ("litellm acompletion (openai/)", "litellm", "asyncio"),
-        ):
+        for label, name, backend in clients:
             result = run_child("client", name, url, chunks, repeats, backend)
             rows[label] = {
                 **spread(result["rates"]),
                 "cpu_median": statistics.median(result["cpu_rates"]),
             }
-        imports = {
-            label: spread(run_child("import", name)["ms"])
-            for label, name in (
-                ("import ollm, ollm_openai", "ollm_openai"),
-                ("import openai", "openai"),
-                ("import litellm", "litellm"),
-            )
-        }
+        measured = {label: spread(run_child("import", name)["ms"]) for label, name in imports}
     finally:
         server.stdin.close()
         server.wait(timeout=30)
-    return {"chunks": chunks, "throughput": rows, "imports": imports}
+    return {"chunks": chunks, "throughput": rows, "imports": measured}
+
+
+def openai_compatible(quick: bool) -> dict[str, Any]:
+    """ollm-openai against the openai SDK and litellm on one SSE server (vLLM's framing)."""
+    return streaming_section(
+        "bench_openai.py",
+        (
+            ("ollm (ChatClient + OpenAIProvider)", "ollm", "asyncio"),
+            ("ollm (trio)", "ollm", "trio"),
+            ("raw httpx + msgspec (aiter_lines)", "raw-httpx", "asyncio"),
+            ("openai AsyncOpenAI", "openai", "asyncio"),
+            ("litellm acompletion (openai/)", "litellm", "asyncio"),
+        ),
+        (
+            ("import ollm, ollm_openai", "ollm_openai"),
+            ("import openai", "openai"),
+            ("import litellm", "litellm"),
+        ),
+        quick,
+    )
+
+
+def gemini(quick: bool) -> dict[str, Any]:
+    """ollm-gemini against google-genai on one SSE server (the Gemini API's framing)."""
+    return streaming_section(
+        "bench_gemini.py",
+        (
+            ("ollm (ChatClient + GeminiProvider)", "ollm", "asyncio"),
+            ("ollm (trio)", "ollm", "trio"),
+            ("raw httpx + msgspec (aiter_lines)", "raw-httpx", "asyncio"),
+            ("google-genai (client.aio)", "google-genai", "asyncio"),
+        ),
+        (
+            ("import ollm, ollm_gemini", "ollm_gemini"),
+            ("from google import genai", "google-genai"),
+        ),
+        quick,
+    )
+
+
+SECTIONS = {"openai": openai_compatible, "gemini": gemini}
 
 
 def runtime_and_tools(quick: bool) -> dict[str, Any]:
@@ -248,6 +281,8 @@ def versions() -> dict[str, str]:
         "ollm-ollama",
         "ollm-openai",
         "openai",
+        "ollm-gemini",
+        "google-genai",
         "httpx",
         "anyio",
         "msgspec",
@@ -273,14 +308,14 @@ def main() -> None:
     parser.add_argument("--output", default=str(HERE / "RESULTS.md"))
     parser.add_argument(
         "--only",
-        choices=["openai"],
+        choices=sorted(SECTIONS),
         help="run one section only; its figures join the last full run's in RESULTS.md",
     )
     args = parser.parse_args()
     started = time.perf_counter()
-    if args.only == "openai":
+    if args.only is not None:
         # Its figures join the last full run's in results.json and RESULTS.md.
-        section = openai_compatible(args.quick)
+        section = SECTIONS[args.only](args.quick)
         section["date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         print(json.dumps(section, indent=2))
         saved = HERE / "results.json"
@@ -288,7 +323,7 @@ def main() -> None:
             from report import write_report
 
             results = json.loads(saved.read_text())
-            results["openai"] = section
+            results[args.only] = section
             saved.write_text(json.dumps(results, indent=2) + "\n")
             Path(args.output).write_text(write_report(results))
         return
@@ -309,6 +344,8 @@ def main() -> None:
             results[name] = step(server.url, args.quick)
     print("openai-compatible...", file=sys.stderr, flush=True)
     results["openai"] = openai_compatible(args.quick)
+    print("gemini...", file=sys.stderr, flush=True)
+    results["gemini"] = gemini(args.quick)
     print("startup...", file=sys.stderr, flush=True)
     results["startup"] = startup(args.quick)
     print("runtime and tools...", file=sys.stderr, flush=True)
