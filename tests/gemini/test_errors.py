@@ -45,6 +45,16 @@ async def test_no_key_says_where_to_get_one(server: FakeGeminiServer) -> None:
     assert "No API key was sent: set GEMINI_API_KEY" in error.message
 
 
+async def test_without_a_key_googles_api_is_not_even_asked() -> None:
+    async with GeminiProvider(environ={}) as provider:
+        error = await first_error(provider)
+        status = await provider.health()
+    assert error.code == "AUTH_FAILED"
+    assert "GEMINI_API_KEY" in error.message
+    assert "aistudio.google.com/apikey" in error.message
+    assert status.error_code == "AUTH_FAILED"
+
+
 async def test_an_unknown_model_lists_the_models_that_can_chat(server: FakeGeminiServer) -> None:
     async with provider_for(server, model="gemini-9") as provider:
         error = await first_error(provider)

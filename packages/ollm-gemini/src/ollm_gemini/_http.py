@@ -20,8 +20,13 @@ import httpx
 import msgspec
 
 from ollm import __version__ as ollm_version
-from ollm.errors import BadResponseError, OllmError
-from ollm_gemini._config import ENV_CONNECT_TIMEOUT, ENV_TIMEOUT, GeminiConfig
+from ollm.errors import AuthenticationError, BadResponseError, OllmError
+from ollm_gemini._config import (
+    DEFAULT_BASE_URL,
+    ENV_CONNECT_TIMEOUT,
+    ENV_TIMEOUT,
+    GeminiConfig,
+)
 from ollm_gemini._errors import PROVIDER, error_from_reply, parse_error
 from ollm_gemini._version import __version__
 from ollm_gemini._wire import ModelCard, ModelList
@@ -128,7 +133,17 @@ class GeminiHTTP:
         stream: bool = False,
         timeouts: Timeouts | None = None,
     ) -> Reply:
-        """Send ``build()`` and return the reply, its body unread; an error status raises."""
+        """Send ``build()`` and return the reply, its body unread; an error status raises.
+
+        Without a key, Google's own API is not asked at all: it would refuse.
+        """
+        if self.config.api_key is None and self.config.base_url == DEFAULT_BASE_URL:
+            raise AuthenticationError(
+                "No Gemini API key is set. Set GEMINI_API_KEY (or GOOGLE_API_KEY) to a key from "
+                "https://aistudio.google.com/apikey, or pass api_key=...",
+                provider=PROVIDER,
+                model=model,
+            )
         tries = max(self.retry.attempts, 1)
 
         async def attempt() -> Reply:
