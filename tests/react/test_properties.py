@@ -298,6 +298,9 @@ FRAGMENTS = [
     '{"query": "a"}', "{'city': 'Oslo',}", "<think>", "</think>", "<thi", "nk>", "Final An",
     "Action 1:", "x", "None", "NaN", "1e999", "\\", "Observ", "ation:", "\xa0", "```\r",
     "```json\r\n", "> ", "```py ", "**Final Answer:**", "final_answer:", "Thought 1:",
+    " Action: search", " Action Input: ", " Final Answer: ", " Thought: ", " **Action:** ",
+    '{"action": "search", "action_input": {"query": "a"}}', '{"action": "Final Answer", ',
+    '"action_input": "x"}', '{"name": "current_time", "arguments": {}}', '"parameters": {}',
 ]  # fmt: skip
 
 reply_texts = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=5), max_size=25).map("".join)

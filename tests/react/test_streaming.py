@@ -195,7 +195,8 @@ async def test_thinking_from_every_source_is_thinking(
     events = await collect(ReActStrategy().stream(provider, request(schemas)))
     first = next(e for e in events if isinstance(e, ollm.ThinkingEvent))
     assert first == ollm.ThinkingEvent("server reasoning")
-    assert thinking(events) == "server reasoninginline reasoninga thought"
+    # Each source's thinking on its own lines, never run together ("reasoninga thought").
+    assert thinking(events) == "server reasoning\ninline reasoning\na thought"
     assert texts(events) == "x"
 
 

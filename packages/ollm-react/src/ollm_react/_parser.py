@@ -17,6 +17,7 @@ text the stream buffered. The rules are react-guide.md's, in this order:
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -25,12 +26,15 @@ import msgspec
 
 from ollm.types.request import ToolSchema
 from ollm_react._arguments import (
+    EMPTY,
     Decoded,
     arguments_for,
     call_opening,
     decode_call,
     decode_input,
+    strip_fences,
 )
+from ollm_react._blobs import MISSING, call_in, is_final_name
 from ollm_react._markers import (
     MARKERS,
     content_start,
@@ -46,8 +50,11 @@ __all__ = [
     "ParsedAnswer",
     "ParsedReply",
     "ProblemKind",
+    "has_protocol_text",
     "parse_reply",
     "resolve_tool",
+    "split_inline_markers",
+    "without_protocol_text",
 ]
 
 
@@ -102,8 +109,64 @@ ParsedReply = ParsedAction | ParsedAnswer | FormatProblem
 
 
 def parse_reply(text: str, tools: Sequence[ToolSchema] = ()) -> ParsedReply:
-    """What a whole reply means. Never raises, whatever the text."""
+    """What a whole reply means. Never raises, whatever the text.
+
+    Markers count at the start of a line. When that reading finds no action and no
+    explicit answer, a second, looser reading splits lines before markers written in
+    the middle of a line (``Thought: x Action: search Action Input: {...}``) and is
+    used if it finds more: an action, an answer, or a problem that names what is
+    really wrong. Prose that merely looks like a marker (an implicit answer whose
+    "Action:" names no tool) stays an answer.
+    """
     content = _content(text)
+    strict = _parse_content(content, tools)
+    if isinstance(strict, ParsedAction) or (
+        isinstance(strict, ParsedAnswer) and not strict.implicit
+    ):
+        return strict
+    split = split_inline_markers(content)
+    if split == content:
+        return strict
+    loose = _parse_content(split, tools)
+    if isinstance(loose, (ParsedAction, ParsedAnswer)):
+        return loose
+    if isinstance(strict, ParsedAnswer) and loose.kind in _PROSE_PROBLEMS:
+        return strict
+    return loose
+
+
+# Problems of a loose reading that may as well be prose that looks like a marker.
+_PROSE_PROBLEMS = frozenset({"unknown_tool", "missing_tool", "empty_answer", "thought_only"})
+_INLINE = re.compile(
+    r"(?<=\S)[ \t]+(?=(?:\*\*)?(?:Thought|Action Input|Action|Final Answer|Observation)"
+    r"(?:\*\*)?:)"
+)
+
+
+def split_inline_markers(text: str) -> str:
+    """``text`` with a line break before each marker written in the middle of a line."""
+    return _INLINE.sub("\n", text)
+
+
+_PROTOCOL = re.compile(
+    r"(?:^|(?<=\s)|(?<=\*))(?:Action[ \t_-]{0,3}Input|Action|Observation|Final[ \t_-]{0,3}Answer)"
+    r"[ \t]{0,3}(?:\*\*)?[ \t]{0,3}:",
+    re.IGNORECASE,
+)
+
+
+def has_protocol_text(text: str) -> bool:
+    """Whether ``text`` still holds ReAct markers (it must not be shown as an answer)."""
+    return _PROTOCOL.search(text) is not None
+
+
+def without_protocol_text(text: str) -> str:
+    """``text`` up to its first ReAct marker (what may be shown of it)."""
+    match = _PROTOCOL.search(text)
+    return (text[: match.start()] if match else text).strip()
+
+
+def _parse_content(content: str, tools: Sequence[ToolSchema]) -> ParsedReply:
     markers = list(MARKERS.finditer(content))
     for index, match in enumerate(markers):
         if marker_kind(match) == "observation":
@@ -114,7 +177,8 @@ def parse_reply(text: str, tools: Sequence[ToolSchema] = ()) -> ParsedReply:
     if not markers:
         if not written:
             return FormatProblem("empty", "the reply was empty", written)
-        return ParsedAnswer(written, implicit=True)
+        blob = _blob_reply(written, tools, "")
+        return blob if blob is not None else ParsedAnswer(written, implicit=True)
 
     thoughts = [_clean_thought(content[: markers[0].start()])]
     decisive = -1
@@ -125,6 +189,11 @@ def parse_reply(text: str, tools: Sequence[ToolSchema] = ()) -> ParsedReply:
         thoughts.append(_clean_thought(_body(content, markers, index)))
     thought = "\n".join(t for t in thoughts if t)
     if decisive < 0:
+        # A call written as a JSON object inside the thought is still a call.
+        last = _body(content, markers, len(markers) - 1)
+        blob = _blob_reply(last, tools, thought, inside=True)
+        if blob is not None:
+            return blob
         return FormatProblem(
             "thought_only",
             "the reply had a Thought but no Action and no Final Answer",
@@ -187,6 +256,9 @@ def _parse_action(
     thought: str,
 ) -> ParsedReply:
     action = _body(content, markers, index).strip()
+    if strip_fences(action).startswith("{"):
+        # Action: with nothing after it, then the call as a JSON object (fenced or not).
+        return _parse_blob(decode_input(action), tools, written, thought)
     opening = call_opening(action)
     raw_name = action[:opening] if opening >= 0 else action.split("\n", 1)[0]
     name = clean_tool_name(raw_name)
@@ -234,6 +306,79 @@ def _parse_action(
             "bad_input", problem or "the Action Input was not valid", written, thought, schema.name
         )
     return ParsedAction(schema.name, args, thought)
+
+
+def _parse_blob(
+    decoded: Decoded, tools: Sequence[ToolSchema], written: str, thought: str
+) -> ParsedReply:
+    """An action written as a JSON object: ``{"action": ..., "action_input": ...}`` and kin."""
+    if decoded.problem is not None:
+        detail = decoded.problem.replace("Action Input", "the Action's JSON", 1)
+        return FormatProblem("bad_input", detail, written, thought)
+    call = call_in(decoded.value)
+    if call is None:
+        return FormatProblem(
+            "missing_tool",
+            'the Action\'s JSON names no tool: write {"action": "TOOL", '
+            '"action_input": {...}}, or the tool\'s name on the Action line and its input '
+            "on an Action Input line",
+            written,
+            thought,
+        )
+    name, args = call
+    if is_final_name(name):
+        answer = args if isinstance(args, str) else "" if args is MISSING else _dump(args)
+        if not answer.strip():
+            return FormatProblem("empty_answer", "the Final Answer was empty", written, thought)
+        return ParsedAnswer(answer.strip(), thought)
+    schema, suggestion = resolve_tool(clean_tool_name(name), tools)
+    if schema is None:
+        shown = name if len(name) <= _LONGEST_NAME else name[:_LONGEST_NAME] + "..."
+        return FormatProblem(
+            "unknown_tool",
+            f"there is no tool named {shown!r}",
+            written,
+            thought,
+            tool=shown,
+            suggestion=suggestion,
+        )
+    value = EMPTY if args is MISSING else args
+    checked, problem = arguments_for(Decoded(value), schema.name, schema.parameters)
+    if checked is None:
+        return FormatProblem(
+            "bad_input", problem or "the Action Input was not valid", written, thought, schema.name
+        )
+    return ParsedAction(schema.name, checked, thought)
+
+
+def _blob_reply(
+    text: str, tools: Sequence[ToolSchema], thought: str, *, inside: bool = False
+) -> ParsedReply | None:
+    """A reply (or a thought) that is a call written as a JSON object, if it names a tool.
+
+    Only a call to an offered tool (or a Final Answer) counts: any other JSON is text.
+    ``inside`` looks for the object anywhere in the text (after a thought's words).
+    """
+    body = strip_fences(text)
+    start = body.find("{") if inside else (0 if body.startswith("{") else -1)
+    while start >= 0:
+        decoded = decode_input(body[start:])
+        call = call_in(decoded.value) if decoded.problem is None else None
+        if call is not None:
+            name = call[0]
+            if is_final_name(name) or resolve_tool(clean_tool_name(name), tools)[0] is not None:
+                return _parse_blob(decoded, tools, text.strip(), thought)
+        if not inside:
+            return None
+        start = body.find("{", start + 1)
+    return None
+
+
+def _dump(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def _input_after(content: str, markers: list[re.Match[str]], index: int) -> str | None:

@@ -86,6 +86,11 @@ class StreamScanner:
         self._outer_fence = False
 
     @property
+    def answering(self) -> bool:
+        """Whether the reply reached a line-start Final Answer (its text streamed as text)."""
+        return self.mode == _ANSWER
+
+    @property
     def in_action(self) -> bool:
         """Whether the reply got as far as an Action (the batch parser decides if it is valid)."""
         return self.mode in (_ACTION, _AFTER_ACTION, _INPUT)
@@ -149,6 +154,9 @@ class StreamScanner:
             self._content(piece)
         elif kind == "thinking":
             self._out_add("thinking", piece)
+            if piece.strip():
+                # The next Thought starts on a line of its own ("plan" then "x", not "planx").
+                self._shown_thought = True
         elif self.saw_marker:
             self._content(piece)
         else:
@@ -254,7 +262,10 @@ class StreamScanner:
             elif kind == "action":
                 self._enter(_ACTION, match)
             else:
-                self.stop = "input before action"
+                # An Action Input after a thought: its Action may be in the middle of the
+                # thought's line ("Thought: x Action: search"). Read the input to its end;
+                # the batch parser says which it was.
+                self._enter(_INPUT, match)
         elif mode == _ANSWER:
             self.stop = "answer ended"
         elif mode in (_ACTION, _AFTER_ACTION):

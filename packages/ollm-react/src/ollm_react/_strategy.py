@@ -36,7 +36,9 @@ from ollm_react._parser import (
     ParsedAction,
     ParsedAnswer,
     ParsedReply,
+    has_protocol_text,
     parse_reply,
+    without_protocol_text,
 )
 from ollm_react._render import dump_arguments, render_messages, result_json
 from ollm_react._scanner import Output, StreamScanner
@@ -169,6 +171,7 @@ class ReActStrategy:
     ) -> AsyncIterator[ProviderEvent]:
         scanner = StreamScanner()
         chunks = self._chunks
+        joint = _ThinkingJoint()
         inner = _Inner(provider.chat_stream(request))
         try:
             async for event in inner.events:
@@ -183,43 +186,53 @@ class ReActStrategy:
                                 # Shown as it came: pass the provider's own event on.
                                 yield event
                             else:
-                                yield ThinkingEvent(event.text)
+                                yield joint.text(ThinkingEvent(event.text))
                         else:
                             for shown in _events(outputs):
-                                yield shown
+                                yield joint.text(shown)
                     if scanner.stop is not None:
                         # The rest cannot matter: stop the generation first (closing
                         # the stream makes the server stop), then end the reply here.
                         last = self._last_events(scanner)
                         await inner.close()
                         for last_event in last:
-                            yield last_event
+                            yield joint.text(last_event)
                         yield FinishEvent("stop")
                         return
                 elif kind is FinishEvent:
                     for last_event in self._last_events(scanner):
-                        yield last_event
+                        yield joint.text(last_event)
                     yield event
                     return
                 elif kind is ToolCallEvent:
                     log.debug("ignoring a native tool call in a ReAct reply: %r", event)
                 else:
                     # Thinking, notices, errors, and anything else for the runtime to judge.
-                    yield event
+                    yield joint.channel(event)
                     if kind is ErrorEvent:
                         return
             for last_event in self._last_events(scanner):
-                yield last_event
+                yield joint.text(last_event)
         finally:
             await inner.close()
 
     def _last_events(self, scanner: StreamScanner) -> list[ProviderEvent]:
-        """What the end of the stream completes: held text, an implicit answer, the call."""
+        """What the end of the stream completes: held text, the answer, the call.
+
+        The batch parser decides. An answer the scanner did not stream (no line-start
+        ``Final Answer:``: an implicit one, one written mid-line, one in a JSON action)
+        is shown now, as the parser reads it; protocol text never is.
+        """
         events = _events(scanner.end())
-        if scanner.in_action and not self._wrapping_up:
-            parsed = self._parse()
-            if isinstance(parsed, ParsedAction):
-                events.append(ToolCallEvent(ToolCall(self._call_id, parsed.tool, parsed.args)))
+        if self._wrapping_up:
+            return events
+        parsed = self._parse()
+        if not scanner.answering:
+            events = [event for event in events if type(event) is not TextEvent]
+            if isinstance(parsed, ParsedAnswer):
+                events.append(TextEvent(parsed.answer))
+        if isinstance(parsed, ParsedAction):
+            events.append(ToolCallEvent(ToolCall(self._call_id, parsed.tool, parsed.args)))
         return events
 
     def _parse(self, fallback: str = "") -> ParsedReply:
@@ -247,8 +260,13 @@ class ReActStrategy:
             return ReplyReview(
                 message=Message.assistant(parsed.answer, thinking=parsed.thought or None)
             )
-        if parsed.kind == "thought_only" and self._thought_only:
-            # A second reply in a row that only thinks: its thought is the answer.
+        if (
+            parsed.kind == "thought_only"
+            and self._thought_only
+            and not has_protocol_text(parsed.thought)
+        ):
+            # A second reply in a row that only thinks: its thought is the answer (never
+            # when it still holds protocol markers: the user would see them).
             self._format_errors = self._thought_only = 0
             return ReplyReview(
                 message=Message.assistant(parsed.thought),
@@ -301,6 +319,43 @@ class ReActStrategy:
         )
 
 
+class _ThinkingJoint:
+    """Keeps the thinking of two sources apart: the provider's channel, and the reply's
+    text (its ``<think>`` blocks and Thoughts). The runtime joins thinking as it comes,
+    so where one source follows the other with no space between, a line break goes in
+    ("server reasoning" then "a thought", not "server reasoninga thought")."""
+
+    __slots__ = ("source", "tail")
+
+    def __init__(self) -> None:
+        self.source = ""
+        self.tail = ""
+
+    def text(self, event: ProviderEvent) -> ProviderEvent:
+        return self._join(event, "text")
+
+    def channel(self, event: ProviderEvent) -> ProviderEvent:
+        return self._join(event, "channel")
+
+    def _join(self, event: ProviderEvent, source: str) -> ProviderEvent:
+        if type(event) is not ThinkingEvent:
+            return event
+        assert isinstance(event, ThinkingEvent)
+        text = event.text
+        if not text:
+            return event
+        if (
+            self.source
+            and self.source != source
+            and not self.tail.isspace()
+            and not text[0].isspace()
+        ):
+            event = ThinkingEvent("\n" + text)
+        self.source = source
+        self.tail = text[-1]
+        return event
+
+
 class _Inner:
     """The provider's stream, closed once whichever way the reply ends."""
 
@@ -325,7 +380,9 @@ def _last_answer(parsed: ParsedReply) -> ReplyReview:
         return ReplyReview(
             message=Message.assistant(parsed.answer, thinking=parsed.thought or None)
         )
-    text = parsed.thought or (parsed.text if isinstance(parsed, FormatProblem) else "")
+    text = without_protocol_text(
+        parsed.thought or (parsed.text if isinstance(parsed, FormatProblem) else "")
+    )
     if not text:
         text = "I could not finish within the turn limit."
     return ReplyReview(message=Message.assistant(text), events=(TextEvent(text),))

@@ -1,0 +1,174 @@
+"""Shapes small models really write: JSON action blobs, fenced or bare, markers in the
+middle of a line; in batch and streaming under every chunking, and through a chat."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+import pytest
+
+import ollm
+from ollm_react import ReActStrategy
+from ollm_react._parser import FormatProblem, ParsedAction, ParsedAnswer, parse_reply
+from ollm_testutils import Reply, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+OWLS = {"query": "owls"}
+
+ACTIONS: dict[str, str] = {
+    "langchain blob, fenced": (
+        'Thought: I need to search.\nAction:\n```json\n{"action": "search", '
+        '"action_input": {"query": "owls"}}\n```'
+    ),
+    "langchain blob, bare": (
+        'Thought: I need to search.\nAction:\n{"action": "search", "action_input": '
+        '{"query": "owls"}}'
+    ),
+    "function blob, fenced without a language": (
+        'Action:\n```\n{"name": "search", "arguments": {"query": "owls"}}\n```'
+    ),
+    "function blob with string arguments": (
+        'Action:\n{"name": "search", "arguments": "{\\"query\\": \\"owls\\"}"}'
+    ),
+    "llama parameters": 'Action: {"name": "search", "parameters": {"query": "owls"}}',
+    "all on one line": 'Thought: x Action: search Action Input: {"query": "owls"}',
+    "inline action, next-line input": 'Thought: x Action: search\nAction Input: {"query": "owls"}',
+    "no line-start marker": 'I will look it up. Action: search Action Input: {"query": "owls"}',
+    "bold inline markers": 'Thought: x **Action:** search **Action Input:** {"query": "owls"}',
+    "blob inside the thought": (
+        'Thought: I will call it.\n```json\n{"action": "search", "action_input": '
+        '{"query": "owls"}}\n```'
+    ),
+    "a reply that is only a blob": '{"action": "search", "action_input": {"query": "owls"}}',
+}
+
+ANSWERS: dict[str, tuple[str, str]] = {
+    "langchain final answer blob": (
+        'Thought: done.\nAction:\n```json\n{"action": "Final Answer", "action_input": '
+        '"Owls are birds."}\n```',
+        "Owls are birds.",
+    ),
+    "final answer mid-line": ("Thought: easy. Final Answer: Owls are birds.", "Owls are birds."),
+    "prose that looks like a marker": (
+        "Press the button that says Action: Start, then wait.",
+        "Press the button that says Action: Start, then wait.",
+    ),
+    "a JSON answer that is not a call": ('{"owls": 3, "cats": 2}', '{"owls": 3, "cats": 2}'),
+}
+
+
+@pytest.mark.parametrize("text", ACTIONS.values(), ids=ACTIONS.keys())
+def test_batch_reads_each_action_shape(text: str, schemas: tuple[ollm.ToolSchema, ...]) -> None:
+    parsed = parse_reply(text, schemas)
+    assert parsed == ParsedAction("search", OWLS, parsed.thought)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("text", "answer"), ANSWERS.values(), ids=ANSWERS.keys())
+def test_batch_reads_each_answer_shape(
+    text: str, answer: str, schemas: tuple[ollm.ToolSchema, ...]
+) -> None:
+    parsed = parse_reply(text, schemas)
+    assert isinstance(parsed, ParsedAnswer)
+    assert parsed.answer == answer
+
+
+def test_a_fence_language_tag_is_never_a_tool_name(schemas: tuple[ollm.ToolSchema, ...]) -> None:
+    parsed = parse_reply('Action:\n```json\n{"query": "owls"}\n```', schemas)
+    assert isinstance(parsed, FormatProblem)
+    assert "'json'" not in parsed.detail
+    assert parsed.kind == "missing_tool"
+    assert '"action_input"' in parsed.detail
+
+
+def test_an_unknown_tool_in_a_blob_is_named(schemas: tuple[ollm.ToolSchema, ...]) -> None:
+    parsed = parse_reply('Action:\n{"action": "serch", "action_input": {}}', schemas)
+    assert isinstance(parsed, FormatProblem)
+    assert parsed.kind == "unknown_tool"
+    assert parsed.suggestion == "search"
+
+
+def test_an_inline_action_is_never_called_input_before_action(
+    schemas: tuple[ollm.ToolSchema, ...],
+) -> None:
+    parsed = parse_reply("Thought: x Action: search\nAction Input: not json {", schemas)
+    assert isinstance(parsed, FormatProblem)
+    assert parsed.kind != "input_before_action"
+    assert "Action Input without" not in parsed.detail
+
+
+def chunkings(text: str) -> list[list[str]]:
+    """1 character, 3 characters, and random splits (seeded) of ``text``."""
+    ones = list(text)
+    threes = [text[i : i + 3] for i in range(0, len(text), 3)]
+    rng = random.Random(len(text))
+    randoms = []
+    for _ in range(5):
+        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(1, 8))))
+        points = [0, *cuts, len(text)]
+        randoms.append([text[a:b] for a, b in itertools.pairwise(points)])
+    return [ones, threes, *randoms, [text]]
+
+
+async def stream_events(
+    chunks: list[str], schemas: tuple[ollm.ToolSchema, ...]
+) -> tuple[str, list[ollm.ToolCall]]:
+    strategy = ReActStrategy()
+    provider = ScriptedProvider(Reply(chunks))
+    request = ollm.ProviderRequest(model="m", messages=(ollm.Message.user("q"),), tools=schemas)
+    shown: list[str] = []
+    calls: list[ollm.ToolCall] = []
+    async for event in strategy.stream(provider, request):
+        if isinstance(event, ollm.TextEvent):
+            shown.append(event.text)
+        elif isinstance(event, ollm.ToolCallEvent):
+            calls.append(event.call)
+    return "".join(shown), calls
+
+
+@pytest.mark.parametrize("text", ACTIONS.values(), ids=ACTIONS.keys())
+async def test_streaming_calls_each_action_shape_under_every_chunking(
+    text: str, schemas: tuple[ollm.ToolSchema, ...]
+) -> None:
+    for chunks in chunkings(text):
+        shown, calls = await stream_events(chunks, schemas)
+        assert shown == "", chunks
+        assert [(c.name, c.args) for c in calls] == [("search", OWLS)], chunks
+
+
+@pytest.mark.parametrize(("text", "answer"), ANSWERS.values(), ids=ANSWERS.keys())
+async def test_streaming_shows_each_answer_shape_under_every_chunking(
+    text: str, answer: str, schemas: tuple[ollm.ToolSchema, ...]
+) -> None:
+    for chunks in chunkings(text):
+        shown, calls = await stream_events(chunks, schemas)
+        assert shown == answer, chunks
+        assert calls == []
+
+
+async def test_a_thought_with_markers_is_never_accepted_as_the_answer(
+    registries: ollm.Registries, tools: list[ollm.Tool]
+) -> None:
+    # Twice a thought whose "Action" names no tool: the old recovery showed the second
+    # as the answer, markers and all.
+    bad = "Thought: I will use action: the search Action Input: (owls)"
+    provider = ScriptedProvider(Reply([bad]), Reply([bad]), Reply(["Final Answer: Owls."]))
+    client = ollm.ChatClient(registries, provider=provider, tools=tools, tool_strategy="react")
+    result = await client.run("owls?")
+    assert result.text == "Owls."
+    shown = [m.text for m in client.conversation.messages if m.role == "assistant"]
+    assert all("Action Input:" not in text for text in shown[-1:])
+
+
+async def test_an_inline_call_runs_the_tool_through_a_chat(
+    registries: ollm.Registries, tools: list[ollm.Tool], calls: Any
+) -> None:
+    provider = ScriptedProvider(
+        Reply([ACTIONS["all on one line"]]), Reply(["Final Answer: Owls hoot."])
+    )
+    client = ollm.ChatClient(registries, provider=provider, tools=tools, tool_strategy="react")
+    result = await client.run("owls?")
+    assert calls.calls == [("search", OWLS)]
+    assert result.text == "Owls hoot."
