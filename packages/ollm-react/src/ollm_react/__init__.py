@@ -3,8 +3,13 @@
 Installed next to ``ollm-core``, it registers the ``react`` strategy (and
 ``react-example``); the runtime uses it when a chat asks for it, when a model's
 capabilities lack tools, or after the server answers that the model "does not support
-tools". The pieces are public for applications and tests:
+tools". It also registers ``recover``: native tool calling that runs the calls a model
+wrote as text (``<tool_call>``, ``<|python_tag|>``, ``[TOOL_CALLS]``, a bare JSON call),
+which the runtime uses instead of plain native calling unless a chat turns it off
+(``recover_text_tool_calls=False``, ``ollm chat --no-recover``). The pieces are public
+for applications and tests:
 
+- ``RecoveringStrategy`` and ``TextCallScanner``: the recovery, and its streaming reader;
 - ``ReActStrategy``: the strategy itself (``worked_example=``, ``max_format_errors=``);
 - ``parse_reply``: a whole reply to ``ParsedAction``, ``ParsedAnswer`` or ``FormatProblem``;
 - ``StreamScanner``: the incremental side (what to show, when to stop);
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
         parse_reply,
         resolve_tool,
     )
+    from ollm_react._recover import RecoveringStrategy, TextCallScanner
     from ollm_react._render import render_messages, render_observation
     from ollm_react._scanner import StreamScanner
     from ollm_react._strategy import OBSERVATION_STOP, ReActStrategy
@@ -41,7 +47,9 @@ __all__ = [
     "ParsedAnswer",
     "ParsedReply",
     "ReActStrategy",
+    "RecoveringStrategy",
     "StreamScanner",
+    "TextCallScanner",
     "__version__",
     "build_instructions",
     "feedback",
@@ -64,6 +72,8 @@ _WHERE = {
     "resolve_tool": "_parser",
     "render_messages": "_render",
     "render_observation": "_render",
+    "RecoveringStrategy": "_recover",
+    "TextCallScanner": "_recover",
     "StreamScanner": "_scanner",
     "OBSERVATION_STOP": "_strategy",
     "ReActStrategy": "_strategy",

@@ -2,9 +2,11 @@
 
 Discovery imports this module at start-up, so it imports nothing of its own until a
 chat asks for a strategy: the factories import the parser and the strategy then.
-Two names are registered: ``react``, which the runtime also picks for a model that
-cannot call tools natively, and ``react-example``, the same with a worked example in
-the instructions, for very small models.
+Three names are registered: ``react``, which the runtime also picks for a model that
+cannot call tools natively; ``react-example``, the same with a worked example in the
+instructions, for very small models; and ``recover``, native tool calling that also
+runs the calls a model wrote as text, which the runtime uses in place of plain native
+tool calling unless a chat turns it off (``recover_text_tool_calls=False``).
 """
 
 from __future__ import annotations
@@ -28,10 +30,21 @@ def _react_with_example() -> ToolStrategy:
     return ReActStrategy(worked_example=True, name="react-example")
 
 
+def _recover() -> ToolStrategy:
+    from ollm_react._recover import RecoveringStrategy
+
+    return RecoveringStrategy()
+
+
 @hookimpl
 def ollm_tool_strategies() -> list[StrategySpec]:
-    """ReAct, for models without native tool calling."""
+    """ReAct, for models without native tool calling; recovery of calls written as text."""
     return [
+        StrategySpec(
+            "recover",
+            _recover,
+            "Native tool calling that also runs calls written as text (<tool_call>, JSON...)",
+        ),
         StrategySpec("react", _react, "Tool calling through the ReAct text protocol"),
         StrategySpec(
             "react-example",

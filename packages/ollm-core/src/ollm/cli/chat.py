@@ -106,6 +106,7 @@ def _run(
         max_turns=args.max_turns or 10,
         context_window=args.context_window,
         tool_strategy="react" if args.react else "auto",
+        recover_text_tool_calls=not args.no_recover,
         think=_THINK[args.think] if args.think else None,
         toolsets=toolsets,
     )

@@ -79,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--json", action="store_true", help="print every event as a JSON line")
     chat.add_argument("--react", action="store_true", help="call tools through ReAct")
     chat.add_argument(
+        "--no-recover",
+        action="store_true",
+        help="never run a tool call the model wrote as text (with native tools)",
+    )
+    chat.add_argument(
         "--hide-thinking", action="store_true", help="do not show the model's reasoning"
     )
     chat.add_argument(

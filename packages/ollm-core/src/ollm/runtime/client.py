@@ -201,6 +201,7 @@ class ChatClient:
         tool_timeout: float | None = 60.0,
         context_window: int | None = None,
         tool_strategy: str = "auto",
+        recover_text_tool_calls: bool = True,
         think: bool | str | None = None,
         response_format: str | dict[str, Any] | None = None,
         conversation: Conversation | None = None,
@@ -223,6 +224,7 @@ class ChatClient:
             tool_timeout=tool_timeout,
             context_window=context_window,
             tool_strategy=tool_strategy,
+            recover_text_tool_calls=recover_text_tool_calls,
             think=think,
             response_format=response_format,
         )
@@ -256,6 +258,7 @@ class ChatClient:
         tool_timeout: float | None = None,
         context_window: int | None = None,
         tool_strategy: str | None = None,
+        recover_text_tool_calls: bool | None = None,
         think: bool | str | None = None,
         response_format: str | dict[str, Any] | None = None,
     ) -> ChatStream:
@@ -272,6 +275,7 @@ class ChatClient:
             tool_timeout=tool_timeout,
             context_window=context_window,
             tool_strategy=tool_strategy,
+            recover_text_tool_calls=recover_text_tool_calls,
             think=think,
             response_format=response_format,
         )

@@ -246,6 +246,7 @@ class ChatRun:
             provider.name,
             model,
             settings.tool_strategy,
+            recover=settings.recover_text_tool_calls,
         )
         wants_auto = bool(self.tools) and settings.tool_strategy == "auto"
         capabilities = None

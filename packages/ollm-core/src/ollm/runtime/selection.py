@@ -3,6 +3,10 @@
 ``auto`` picks native tool calling unless the model is known to lack it (its reported
 capabilities, or an earlier "does not support tools" answer remembered per provider and
 model), and then ReAct when it is installed. Each switch is announced with a notice.
+
+Native tool calling is ``recover`` when a plugin registers it (``ollm-react`` does) and
+the chat allows it (``recover_text_tool_calls``): the tools go to the provider as they
+are, and a call the model wrote as text instead is run as the call it is.
 """
 
 from __future__ import annotations
@@ -14,7 +18,11 @@ from ollm.types.events import ErrorEvent, NoticeEvent
 from ollm.types.models import ModelCapabilities
 from ollm.types.strategy import ToolStrategy
 
-__all__ = ["StrategySelection"]
+__all__ = ["NATIVE", "RECOVER", "StrategySelection"]
+
+RECOVER = "recover"
+"""The registry name of native tool calling that also reads calls written as text."""
+NATIVE = frozenset({"native", RECOVER})
 
 
 class StrategySelection:
@@ -27,12 +35,15 @@ class StrategySelection:
         provider: str,
         model: str,
         mode: str,
+        *,
+        recover: bool = True,
     ) -> None:
         self.strategies = strategies
         self.refused = refused
         self.key = (provider, model)
         self.model = model
         self.mode = mode
+        self.recover = recover
 
     @property
     def remembered(self) -> bool:
@@ -44,14 +55,19 @@ class StrategySelection:
     ) -> tuple[ToolStrategy, NoticeEvent | None]:
         """The strategy for a chat that offers tools, and the notice that says why."""
         if self.mode == "native":
-            return NativeStrategy(), None
+            return self._native(), None
         if self.mode != "auto":
             return self.strategies.create(self.mode), None
         if self.remembered or (capabilities is not None and capabilities.tools is False):
             if "react" not in self.strategies:
                 raise ToolsUnsupportedError(install_react(self.model))
             return self._react(f"{self.model} cannot call tools natively: using ReAct.")
-        return NativeStrategy(), None
+        return self._native(), None
+
+    def _native(self) -> ToolStrategy:
+        if self.recover and RECOVER in self.strategies:
+            return self.strategies.create(RECOVER)
+        return NativeStrategy()
 
     def after_refusal(
         self, strategy: ToolStrategy, error: ErrorEvent | None, streamed: bool
@@ -61,7 +77,7 @@ class StrategySelection:
             error is None
             or error.code != ErrorCode.TOOLS_UNSUPPORTED
             or self.mode != "auto"
-            or strategy.name != "native"
+            or strategy.name not in NATIVE
             or streamed
             or "react" not in self.strategies
         ):
@@ -77,7 +93,7 @@ class StrategySelection:
         """Add the next step to an error the runtime knows more about than the provider."""
         if (
             error.code == ErrorCode.TOOLS_UNSUPPORTED
-            and strategy.name == "native"
+            and strategy.name in NATIVE
             and "react" not in self.strategies
         ):
             return ErrorEvent(f"{error.message}. {install_react(self.model)}", error.code)

@@ -32,7 +32,10 @@ class ChatSettings:
     - ``tool_timeout``: seconds a tool may run (a tool's own ``timeout`` wins);
     - ``context_window``: tokens; else what the provider reports; else 4096;
     - ``tool_strategy``: ``auto`` (native when the model can, ReAct when not),
-      ``native``, ``react``, or another installed strategy.
+      ``native``, ``react``, or another installed strategy;
+    - ``recover_text_tool_calls``: with native tools, run a call the model wrote as text
+      (``<tool_call>{...}</tool_call>``, a bare JSON call...) as the call it is, when
+      ``ollm-react`` (which reads them) is installed.
     """
 
     provider: str | ProviderAdapter | None = None
@@ -46,6 +49,7 @@ class ChatSettings:
     tool_timeout: float | None = 60.0
     context_window: int | None = None
     tool_strategy: str = "auto"
+    recover_text_tool_calls: bool = True
     think: bool | str | None = None
     response_format: str | dict[str, Any] | None = None
 

@@ -1,0 +1,246 @@
+"""Tool calls that native-tool models write as text, recovered: each format, every chunking,
+through ChatClient and FakeOllamaServer; and replies with no call come out unchanged."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ollm
+from ollm_ollama import OllamaProvider
+from ollm_react import RecoveringStrategy, TextCallScanner
+from ollm_react.plugin import ollm_tool_strategies
+from ollm_testutils import FakeOllamaServer, OllamaReply, Reply, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+PARIS = {"city": "Paris"}
+
+TRANSCRIPTS: dict[str, str] = {
+    "hermes": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+    "hermes after prose": (
+        'Let me check.\n<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}'
+        "</tool_call>"
+    ),
+    "hermes without its closing tag": (
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    ),
+    "llama python_tag": (
+        '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>'
+    ),
+    "llama bare json": '{"name": "get_weather", "parameters": {"city": "Paris"}}',
+    "mistral list": '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+    "mistral args": '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',
+    "openai-style string arguments": (
+        '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}'
+    ),
+    "a fence that is the whole reply": (
+        '```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```\n'
+    ),
+    "a list of calls": '[{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+}
+PROSE_BEFORE = {"hermes after prose": "Let me check.\n"}
+
+NOT_CALLS: dict[str, str] = {
+    "json data": '{"city": "Paris", "temperature": 18}',
+    "json in prose": 'The call would be {"name": "get_weather", "arguments": {"city": "Paris"}}.',
+    "a call shown in a code block": (
+        'To call it, write:\n```json\n<tool_call>{"name": "get_weather", "arguments": '
+        '{"city": "Paris"}}</tool_call>\n```\nand wait.'
+    ),
+    "a tool that was not offered": (
+        '<tool_call>{"name": "delete_files", "arguments": {}}</tool_call>'
+    ),
+    "arguments that do not fit": (
+        '<tool_call>{"name": "get_weather", "arguments": {"town": "Paris"}}</tool_call>'
+    ),
+    "a bare call followed by prose": (
+        '{"name": "get_weather", "arguments": {"city": "Paris"}} is what I would send.'
+    ),
+    "markdown links and comparisons": "[the docs](https://x) say a < b, and `x` is [1, 2].",
+    "a code block that is the whole reply": "```python\nprint({'name': 1})\n```",
+    "brackets": "[1, 2, 3]",
+}
+
+
+def weather_schema() -> ollm.ToolSchema:
+    return ollm.ToolSchema(
+        name="get_weather",
+        description="The weather of a city.",
+        parameters={
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    )
+
+
+def chunkings(text: str) -> list[list[str]]:
+    """1 character, 3 characters, seeded random splits, and whole."""
+    rng = random.Random(len(text))
+    randoms = []
+    for _ in range(6):
+        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(1, 9))))
+        randoms.append([text[a:b] for a, b in itertools.pairwise([0, *cuts, len(text)])])
+    return [list(text), [text[i : i + 3] for i in range(0, len(text), 3)], *randoms, [text]]
+
+
+async def through_strategy(chunks: list[str]) -> list[ollm.ProviderEvent]:
+    request = ollm.ProviderRequest(
+        model="qwen", messages=(ollm.Message.user("weather?"),), tools=(weather_schema(),)
+    )
+    provider = ScriptedProvider(Reply(chunks))
+    return [e async for e in RecoveringStrategy().stream(provider, request)]
+
+
+def text_of(events: list[Any]) -> str:
+    return "".join(e.text for e in events if isinstance(e, ollm.TextEvent))
+
+
+@pytest.mark.parametrize("name", TRANSCRIPTS)
+async def test_each_format_is_recovered_under_every_chunking(name: str) -> None:
+    for chunks in chunkings(TRANSCRIPTS[name]):
+        events = await through_strategy(chunks)
+        calls = [e.call for e in events if isinstance(e, ollm.ToolCallEvent)]
+        assert [(c.name, c.args) for c in calls] == [("get_weather", PARIS)], chunks
+        assert text_of(events) == PROSE_BEFORE.get(name, ""), chunks
+        notices = [e for e in events if isinstance(e, ollm.NoticeEvent)]
+        assert [n.kind for n in notices] == ["recovered"]
+        assert isinstance(events[-1], ollm.FinishEvent)
+
+
+@pytest.mark.parametrize("name", NOT_CALLS)
+async def test_what_is_not_a_valid_call_stays_text_under_every_chunking(name: str) -> None:
+    for chunks in chunkings(NOT_CALLS[name]):
+        events = await through_strategy(chunks)
+        assert not [e for e in events if isinstance(e, ollm.ToolCallEvent)], chunks
+        assert text_of(events) == NOT_CALLS[name], chunks
+
+
+prose = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=80).filter(
+    lambda t: not t.lstrip().startswith(("{", "[", "`"))
+)
+
+
+@given(prose, st.lists(st.integers(1, 80), max_size=10))
+def test_a_reply_with_no_call_comes_out_unchanged_and_on_time(text: str, cuts: list[int]) -> None:
+    """Same text; after each chunk, all of it shown but a possible tag's first characters."""
+    points = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    chunks = [text[a:b] for a, b in itertools.pairwise(points) if b > a]
+    scanner = TextCallScanner((weather_schema(),))
+    fed, shown = "", ""
+    for chunk in chunks:
+        fed += chunk
+        shown += "".join(out[1] for out in scanner.feed(chunk) if out[0] == "text")
+        assert fed.startswith(shown)
+        held = fed[len(shown) :]
+        if "<tool_call>" not in fed and "<|python_tag|>" not in fed and "[TOOL_CALLS]" not in fed:
+            assert len(held) < len("<|python_tag|>"), (fed, shown)
+    shown += "".join(out[1] for out in scanner.end() if out[0] == "text")
+    if not any(t in text for t in ("<tool_call>", "<|python_tag|>", "[TOOL_CALLS]")):
+        assert shown == text
+
+
+@given(prose)
+def test_plain_prose_is_never_held_at_all(text: str) -> None:
+    text = text.replace("<", "").replace("[", "").replace("`", "")
+    scanner = TextCallScanner((weather_schema(),))
+    for char in text:
+        assert scanner.feed(char) == ([("text", char)] if char else [])
+
+
+@ollm.tool
+def get_weather(city: str) -> str:
+    """The weather of a city.
+
+    Args:
+        city: The city.
+    """
+    return f"Sunny in {city}."
+
+
+def registries_with_recovery() -> ollm.Registries:
+    registries = ollm.Registries()
+    for spec in ollm_tool_strategies():
+        registries.strategies.register(spec)
+    return registries
+
+
+@pytest.fixture
+async def provider(fake_ollama: FakeOllamaServer) -> AsyncIterator[OllamaProvider]:
+    async with OllamaProvider(fake_ollama.url, environ={}) as built:
+        yield built
+
+
+async def test_a_hermes_call_in_the_text_runs_through_chat_client_and_fake_ollama(
+    fake_ollama: FakeOllamaServer, provider: OllamaProvider
+) -> None:
+    fake_ollama.script(
+        OllamaReply(
+            [
+                "<tool",
+                '_call>\n{"name": "get_weather", ',
+                '"arguments": {"city": ',
+                '"Paris"}}\n</tool_call>',
+            ]
+        ),
+        OllamaReply(["Sunny in Paris."]),
+    )
+    client = ollm.ChatClient(
+        registries_with_recovery(), provider=provider, model="llama3.2", tools=[get_weather]
+    )
+    events = [e async for e in client.chat("Weather in Paris?")]
+    results = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert [r.result for r in results] == ["Sunny in Paris."]
+    assert "<tool_call>" not in text_of(events)
+    assert text_of(events) == "Sunny in Paris."
+    assert any(isinstance(e, ollm.NoticeEvent) and e.kind == "recovered" for e in events)
+    # The history holds a native call, so the model sees its call as a call next time.
+    sent = fake_ollama.chat_requests[1].json["messages"]
+    assert sent[1]["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert sent[1]["content"] == ""
+
+
+async def test_the_switch_turns_recovery_off(
+    fake_ollama: FakeOllamaServer, provider: OllamaProvider
+) -> None:
+    reply = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    fake_ollama.script(OllamaReply([reply]))
+    client = ollm.ChatClient(
+        registries_with_recovery(),
+        provider=provider,
+        model="llama3.2",
+        tools=[get_weather],
+        recover_text_tool_calls=False,
+    )
+    events = [e async for e in client.chat("Weather in Paris?")]
+    assert text_of(events) == reply
+    assert not [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+
+
+async def test_without_tools_nothing_is_read_from_the_text(
+    fake_ollama: FakeOllamaServer, provider: OllamaProvider
+) -> None:
+    reply = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    fake_ollama.script(OllamaReply([reply]))
+    client = ollm.ChatClient(registries_with_recovery(), provider=provider, model="llama3.2")
+    assert text_of([e async for e in client.chat("hi")]) == reply
+
+
+async def test_a_model_that_refuses_tools_still_switches_to_react(
+    fake_ollama: FakeOllamaServer, provider: OllamaProvider
+) -> None:
+    fake_ollama.add_model("tiny", capabilities=["completion"])
+    fake_ollama.script(OllamaReply(["Final Answer: Sunny."]))
+    client = ollm.ChatClient(
+        registries_with_recovery(), provider=provider, model="tiny", tools=[get_weather]
+    )
+    events = [e async for e in client.chat("Weather?")]
+    assert text_of(events) == "Sunny."
