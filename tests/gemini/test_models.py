@@ -6,7 +6,7 @@ import json
 import subprocess
 
 import pytest
-from tests.support.cli_helpers import OLLM, ollm_env
+from cli_helpers import OLLM, ollm_env
 
 import ollm
 from ollm_gemini import GeminiProvider

