@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 OLLM = str(Path(sys.executable).with_name("ollm"))
+# `ollm chat` logs conversations: in tests, to a database of the test run, never the user's.
+TEST_LOGS = str(Path(tempfile.mkdtemp(prefix="ollm-test-logs-")) / "logs.db")
 
 
 def ollm_env(**extra: str) -> dict[str, str]:
@@ -16,6 +19,6 @@ def ollm_env(**extra: str) -> dict[str, str]:
         for k, v in os.environ.items()
         if not k.startswith(("OLLM_", "OLLAMA_", "OPENAI_", "GEMINI_", "GOOGLE_"))
     }
-    env.update({"NO_COLOR": "1", "PYTHONUNBUFFERED": "1"})
+    env.update({"NO_COLOR": "1", "PYTHONUNBUFFERED": "1", "OLLM_LOGS_PATH": TEST_LOGS})
     env.update(extra)
     return env

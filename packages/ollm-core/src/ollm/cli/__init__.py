@@ -111,6 +111,10 @@ def _dispatch(args: object, terminal: object) -> int:
         from ollm.cli.models import run_models
 
         return run_models(args, terminal)  # type: ignore[arg-type]
+    if command == "logs":
+        from ollm.cli.logs import run_logs
+
+        return run_logs(args, terminal)  # type: ignore[arg-type]
     from ollm.cli.inventory import run_plugins, run_tools
 
     if command == "plugins":

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import re
 import sys
+import time
 from typing import TextIO
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ollm.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from ollm.cli.chatlog import ChatLog
 from ollm.cli.config import CliConfig, load_registries
 from ollm.cli.driving import drive
 from ollm.cli.render import EventRenderer
@@ -39,7 +42,8 @@ __all__ = ["run_chat"]
 _COMMAND = re.compile(r"/[A-Za-z]+")
 _HELP = (
     "Commands: /clear starts a new conversation; /exit (or /quit, /bye, Ctrl-D, Ctrl-C twice) "
-    "leaves; /help shows this. Anything else is sent to the model."
+    "leaves; /help shows this. Anything else is sent to the model. Every answer is logged "
+    "(ollm logs; --no-log to not), and ollm chat -c goes on with this conversation later."
 )
 
 _THINK: dict[str, bool | str] = {
@@ -94,38 +98,99 @@ def _run(
     if toolsets and not args.tools:
         example = f"-t '{toolsets[0].name}_*'"
         terminal.info(f"note: no tool is offered; pick the toolsets' tools with {example}", "dim")
-    client = ChatClient(
-        registries,
-        provider=config.provider,
-        model=config.model,
-        system=args.system,
-        tools=list(args.tools),
-        options=GenerationOptions(
-            temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed
-        ),
-        max_turns=args.max_turns or 10,
-        context_window=args.context_window,
-        tool_strategy="react" if args.react else "auto",
-        recover_text_tool_calls=not args.no_recover,
-        think=_THINK[args.think] if args.think else None,
-        toolsets=toolsets,
-    )
-    with start_blocking_portal(config.backend) as portal:
+    log = ChatLog.open(args, terminal)
+    try:
+        system = args.system
+        conversation = None
+        resumed = log.resume(args)
+        if resumed is not None:
+            conversation, info = resumed
+            # Going on where it was: its provider, model and system prompt, unless given.
+            config = dataclasses.replace(
+                config,
+                provider=args.provider or info.provider or config.provider,
+                model=args.model or info.model or config.model,
+            )
+            system = system or info.system
+        client = ChatClient(
+            registries,
+            provider=config.provider,
+            model=config.model,
+            system=system,
+            tools=list(args.tools),
+            options=GenerationOptions(
+                temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed
+            ),
+            max_turns=args.max_turns or 10,
+            context_window=args.context_window,
+            tool_strategy="react" if args.react else "auto",
+            recover_text_tool_calls=not args.no_recover,
+            think=_THINK[args.think] if args.think else None,
+            conversation=conversation,
+            toolsets=toolsets,
+        )
+        session = _Session(client, registries, config, renderer, terminal, log, system)
+        with start_blocking_portal(config.backend) as portal:
+            try:
+                _check_model(client, registries, config, portal)
+                if interactive:
+                    return _interactive(session, portal)
+                return _exit_code(session.exchange(client.chat(prompt), portal))
+            finally:
+                portal.call(client.aclose)
+    finally:
+        log.close()
+
+
+class _Session:
+    """What one ``ollm chat`` works with: the client, its output and its log."""
+
+    def __init__(
+        self,
+        client: ChatClient,
+        registries: Registries,
+        config: CliConfig,
+        renderer: EventRenderer,
+        terminal: Terminal,
+        log: ChatLog,
+        system: str | None,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.renderer = renderer
+        self.terminal = terminal
+        self.log = log
+        self.system = system
+        self.provider = registries.providers.get(config.provider)
+        self.model = config.model or getattr(self.provider, "default_model", None)
+
+    def exchange(self, stream: ChatStream, portal: BlockingPortal) -> FinishEvent | None:
+        """One chat, drawn as it comes, then logged (even when Ctrl-C ends it)."""
+        started = time.perf_counter()
+        self.renderer.error = None
+        self.renderer.finish = None
         try:
-            _check_model(client, registries, config, portal)
-            if interactive:
-                return _interactive(client, portal, renderer, terminal, config)
-            return _exit_code(_stream(client.chat(prompt), portal, renderer, terminal))
+            return _stream(stream, portal, self.renderer, self.terminal)
         finally:
-            portal.call(client.aclose)
+            self.log.record(
+                stream.conversation,
+                provider=self.provider.name,
+                model=self.model,
+                system=self.system,
+                finish=self.renderer.finish,
+                error=self.renderer.error,
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+            )
 
 
-def _local_command(text: str, client: ChatClient, terminal: Terminal) -> bool:
+def _local_command(text: str, session: _Session) -> bool:
     """Run ``text`` if it is an interactive command (one /word); say whether it was."""
     if not _COMMAND.fullmatch(text):
         return False
+    terminal = session.terminal
     if text == "/clear":
-        client.new_conversation()
+        session.client.new_conversation()
+        session.log.new_conversation()
         terminal.info("(a new conversation)", "dim")
         return True
     if text != "/help":
@@ -207,20 +272,17 @@ def _exit_code(finish: FinishEvent | None) -> int:
     return EXIT_OK
 
 
-def _interactive(
-    client: ChatClient,
-    portal: BlockingPortal,
-    renderer: EventRenderer,
-    terminal: Terminal,
-    config: CliConfig,
-) -> int:
+def _interactive(session: _Session, portal: BlockingPortal) -> int:
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401 - line editing and history for input()
-    provider = client.registries.providers.get(config.provider)
-    model = config.model or getattr(provider, "default_model", "")
+    client, terminal = session.client, session.terminal
+    resumed = len(client.conversation.messages)
+    going_on = (
+        f" Going on with conversation {session.log.cid} ({resumed} messages)." if (resumed) else ""
+    )
     terminal.info(
-        f"Chatting with {model} via {provider.name}. /help lists the commands; /exit, Ctrl-D "
-        "or Ctrl-C twice leaves.",
+        f"Chatting with {session.model or ''} via {session.provider.name}.{going_on} /help lists "
+        "the commands; /exit, Ctrl-D or Ctrl-C twice leaves.",
         "dim",
     )
     interrupted = False
@@ -232,7 +294,7 @@ def _interactive(
                 interrupted = False
             if text in ("/exit", "/quit", "/bye"):
                 return EXIT_OK
-            if not text or _local_command(text, client, terminal):
+            if not text or _local_command(text, session):
                 continue  # (a Ctrl-C while a local command runs counts as at the prompt)
         except EOFError:
             terminal.end_line()
@@ -244,7 +306,7 @@ def _interactive(
             interrupted = True
             terminal.info("(Ctrl-C again, /exit or Ctrl-D to leave)", "dim")
             continue
-        finish = _stream(client.chat(text), portal, renderer, terminal)
+        finish = session.exchange(client.chat(text), portal)
         terminal.end_line()
         if finish is not None and finish.reason == "cancelled":
             continue

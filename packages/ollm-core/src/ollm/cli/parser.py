@@ -13,6 +13,8 @@ examples:
   cat notes.txt | ollm chat -m llama3.2 "Summarise this"
   ollm chat -p echo "hello"                 (no server needed: the echo provider)
   ollm chat -m qwen3 --mcp servers.json -t 'git_*' "What changed?"   (MCP servers' tools)
+  ollm chat -c "And in Tokyo?"             (go on with the last conversation)
+  ollm logs -q paris                        (search the logged conversations)
   ollm models pull llama3.2
   ollm plugins
 
@@ -20,6 +22,7 @@ environment:
   OLLM_PROVIDER, OLLM_MODEL     defaults for -p and -m
   OLLAMA_HOST                   where Ollama listens (default http://127.0.0.1:11434)
   OLLM_MCP_CONFIG               an mcpServers file used when --mcp is not given
+  OLLM_LOGS_PATH, OLLM_LOGS=off where conversations are logged (`ollm logs path`), or not
   OLLM_BACKEND                  asyncio (default) or trio
   NO_COLOR                      plain output
 """
@@ -79,6 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--json", action="store_true", help="print every event as a JSON line")
     chat.add_argument("--react", action="store_true", help="call tools through ReAct")
     chat.add_argument(
+        "-c",
+        "--continue",
+        dest="resume",
+        action="store_true",
+        help="go on with the most recent logged conversation",
+    )
+    chat.add_argument("--cid", metavar="ID", help="go on with the logged conversation ID")
+    chat.add_argument(
+        "--no-log", action="store_true", help="do not log this conversation ($OLLM_LOGS=off)"
+    )
+    chat.add_argument(
         "--no-recover",
         action="store_true",
         help="never run a tool call the model wrote as text (with native tools)",
@@ -114,6 +128,32 @@ def build_parser() -> argparse.ArgumentParser:
             help="the provider (default: $OLLM_PROVIDER or ollama)",
         )
         action.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
+        )
+
+    logs = commands.add_parser(
+        "logs",
+        help="the logged conversations: list, search, show, remove",
+        description="Every `ollm chat` is logged (unless --no-log or OLLM_LOGS=off). "
+        "With no ACTION, list the latest conversations.",
+    )
+    log_actions = logs.add_subparsers(dest="action", metavar="ACTION")
+    log_list = log_actions.add_parser("list", help="the latest conversations (the default)")
+    log_show = log_actions.add_parser("show", help="one conversation, as Markdown or JSON")
+    log_show.add_argument("id", help="the conversation's id (or the start of it)")
+    log_remove = log_actions.add_parser("rm", help="delete a conversation")
+    log_remove.add_argument("id", help="the conversation's id (or the start of it)")
+    log_actions.add_parser("path", help="where the database is")
+    for command in (logs, log_list):
+        command.add_argument(
+            "-n", type=_positive_int, default=argparse.SUPPRESS, help="how many (default 10)"
+        )
+        command.add_argument("-m", "--model", default=argparse.SUPPRESS, help="only this model")
+        command.add_argument(
+            "-q", "--query", default=argparse.SUPPRESS, help="only those whose text has these words"
+        )
+    for command in (logs, log_list, log_show):
+        command.add_argument(
             "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
         )
 
