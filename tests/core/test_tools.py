@@ -276,3 +276,12 @@ def test_a_parameter_named_title_is_kept_while_title_keywords_go() -> None:
     assert parameters["properties"]["note"]["properties"] == {"title": {"type": "string"}}
     assert parameters["required"] == ["title", "note"]
     assert "title" not in parameters["properties"]["note"]
+
+
+def test_tool_called_with_a_function_keeps_its_settings() -> None:
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    made = ollm.tool(add, name="plus", description="Adds.", timeout=3)
+    assert (made.name, made.description, made.timeout) == ("plus", "Adds.", 3)

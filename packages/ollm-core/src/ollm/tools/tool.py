@@ -270,7 +270,14 @@ def render_result(value: Any) -> str:
 
 
 @overload
-def tool(function: F, /) -> Tool: ...
+def tool(
+    function: F,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+) -> Tool: ...
 
 
 @overload
@@ -287,9 +294,10 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Make a function a tool: ``@tool`` or ``@tool(name=..., timeout=...)``."""
+    """Make a function a tool: ``@tool``, ``@tool(name=..., timeout=...)``, or
+    ``tool(function, timeout=...)``."""
     if function is not None:
-        return Tool.from_function(function)
+        return Tool.from_function(function, name=name, description=description, timeout=timeout)
 
     def decorate(fn: Callable[..., Any]) -> Tool:
         return Tool.from_function(fn, name=name, description=description, timeout=timeout)
