@@ -218,6 +218,7 @@ class LogStore:
 
     @property
     def db(self) -> sqlite3.Connection:
+        """The open ``sqlite3`` connection (for queries of your own; do not close it)."""
         if self._db is None:
             raise LogsUnavailableError(f"The conversation log {self.path} is closed.")
         return self._db

@@ -391,11 +391,13 @@ class RecoveringStrategy:
         self._made = 0
 
     def prepare(self, request: ProviderRequest) -> ProviderRequest:
+        """The request as it is: the tools go to the provider natively."""
         return request
 
     def stream(
         self, provider: ProviderAdapter, request: ProviderRequest
     ) -> AsyncIterator[ProviderEvent]:
+        """The provider's stream, with calls written as text turned into tool calls."""
         if not request.tools:
             return provider.chat_stream(request)
         return self._stream(provider, request)
@@ -436,9 +438,11 @@ class RecoveringStrategy:
                 await aclose()
 
     def review(self, reply: Message) -> ReplyReview | None:
+        """Nothing to judge: recovered calls are already native calls."""
         return None
 
     def wrap_up(self, request: ProviderRequest) -> ProviderRequest | None:
+        """No last request at the turn limit, as with native tool calling."""
         return None
 
 

@@ -19,16 +19,20 @@ class NativeStrategy:
     name = "native"
 
     def prepare(self, request: ProviderRequest) -> ProviderRequest:
+        """The request as it is: the provider takes the tools in its own format."""
         return request
 
     def stream(
         self, provider: ProviderAdapter, request: ProviderRequest
     ) -> AsyncIterator[ProviderEvent]:
+        """The provider's stream, as it is."""
         # The provider's own iterator, unwrapped: no extra layer on the hot path.
         return provider.chat_stream(request)
 
     def review(self, reply: Message) -> ReplyReview | None:
+        """Nothing to judge: the provider's tool calls are the calls."""
         return None
 
     def wrap_up(self, request: ProviderRequest) -> ProviderRequest | None:
+        """No last request at the turn limit: the chat ends with ``max_turns``."""
         return None
