@@ -294,15 +294,8 @@ class LogStore:
         self, *, provider: str | None = None, model: str | None = None, system: str | None = None
     ) -> str:
         """Start a conversation in the log; its id."""
-        cid = _new_id()
-        now = _now()
         with self._write("start a conversation") as db:
-            db.execute(
-                "INSERT INTO conversations (id, created_at, updated_at, provider, model, system) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (cid, now, now, provider, model, system),
-            )
-        return cid
+            return _insert_conversation(db, provider, model, system)
 
     def append(
         self,
@@ -313,22 +306,8 @@ class LogStore:
         model: str | None = None,
     ) -> None:
         """Add ``messages`` at the end of the conversation ``cid``."""
-        now = _now()
         with self._write("save the messages") as db:
-            row = db.execute(
-                "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE conversation_id = ?", (cid,)
-            ).fetchone()
-            seq = int(row[0]) + 1
-            db.executemany(
-                "INSERT INTO messages (conversation_id, seq, role, content, message, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [(cid, seq + n, m.role, _text(m), _encode(m), now) for n, m in enumerate(messages)],
-            )
-            db.execute(
-                "UPDATE conversations SET updated_at = ?, provider = COALESCE(?, provider), "
-                "model = COALESCE(?, model) WHERE id = ?",
-                (now, provider, model, cid),
-            )
+            _insert_messages(db, cid, messages, provider, model)
 
     def record_response(
         self,
@@ -344,24 +323,51 @@ class LogStore:
     ) -> None:
         """Note how one chat of the conversation went: usage, timing, finish, error."""
         with self._write("save the response") as db:
-            db.execute(
-                "INSERT INTO responses (conversation_id, created_at, provider, model, "
-                "finish_reason, prompt_tokens, completion_tokens, total_tokens, duration_ms, "
-                "error_code, error_message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    cid,
-                    _now(),
-                    provider,
-                    model,
-                    finish_reason,
-                    usage.prompt_tokens if usage else None,
-                    usage.completion_tokens if usage else None,
-                    usage.total_tokens if usage else None,
-                    duration_ms,
-                    error_code,
-                    error_message,
-                ),
+            _insert_response(
+                db,
+                cid,
+                provider,
+                model,
+                finish_reason,
+                usage,
+                duration_ms,
+                error_code,
+                error_message,
             )
+
+    def log_exchange(
+        self,
+        cid: str | None,
+        messages: Sequence[Message],
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        system: str | None = None,
+        finish_reason: str | None = None,
+        usage: Usage | None = None,
+        duration_ms: float | None = None,
+        error_code: str | None = None,
+        error_message: str | None = None,
+    ) -> str:
+        """One chat's messages and how it went, in one transaction (a new conversation
+        when ``cid`` is ``None``); the conversation's id."""
+        with self._write("save the conversation") as db:
+            if cid is None:
+                cid = _insert_conversation(db, provider, model, system)
+            if messages:
+                _insert_messages(db, cid, messages, provider, model)
+            _insert_response(
+                db,
+                cid,
+                provider,
+                model,
+                finish_reason,
+                usage,
+                duration_ms,
+                error_code,
+                error_message,
+            )
+        return cid
 
     def save(
         self,
@@ -486,6 +492,74 @@ class LogStore:
                 )
             )
         return infos
+
+
+def _insert_conversation(
+    db: sqlite3.Connection, provider: str | None, model: str | None, system: str | None
+) -> str:
+    cid = _new_id()
+    now = _now()
+    db.execute(
+        "INSERT INTO conversations (id, created_at, updated_at, provider, model, system) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (cid, now, now, provider, model, system),
+    )
+    return cid
+
+
+def _insert_messages(
+    db: sqlite3.Connection,
+    cid: str,
+    messages: Sequence[Message],
+    provider: str | None,
+    model: str | None,
+) -> None:
+    now = _now()
+    row = db.execute(
+        "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE conversation_id = ?", (cid,)
+    ).fetchone()
+    seq = int(row[0]) + 1
+    db.executemany(
+        "INSERT INTO messages (conversation_id, seq, role, content, message, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        [(cid, seq + n, m.role, _text(m), _encode(m), now) for n, m in enumerate(messages)],
+    )
+    db.execute(
+        "UPDATE conversations SET updated_at = ?, provider = COALESCE(?, provider), "
+        "model = COALESCE(?, model) WHERE id = ?",
+        (now, provider, model, cid),
+    )
+
+
+def _insert_response(
+    db: sqlite3.Connection,
+    cid: str,
+    provider: str | None,
+    model: str | None,
+    finish_reason: str | None,
+    usage: Usage | None,
+    duration_ms: float | None,
+    error_code: str | None,
+    error_message: str | None,
+) -> None:
+    db.execute(
+        "INSERT INTO responses (conversation_id, created_at, provider, model, finish_reason, "
+        "prompt_tokens, completion_tokens, total_tokens, duration_ms, error_code, "
+        "error_message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            cid,
+            _now(),
+            provider,
+            model,
+            finish_reason,
+            usage.prompt_tokens if usage else None,
+            usage.completion_tokens if usage else None,
+            usage.total_tokens if usage else None,
+            duration_ms,
+            error_code,
+            error_message,
+        ),
+    )
 
 
 def _fts_query(text: str) -> str:

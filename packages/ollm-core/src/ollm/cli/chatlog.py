@@ -91,21 +91,19 @@ class ChatLog:
         if len(messages) <= self.saved and finish is None:
             return
         try:
-            if self.cid is None:
-                self.cid = store.new_conversation(provider=provider, model=model, system=system)
-            if len(messages) > self.saved:
-                store.append(self.cid, messages[self.saved :], provider=provider, model=model)
-                self.saved = len(messages)
-            store.record_response(
+            self.cid = store.log_exchange(
                 self.cid,
+                messages[self.saved :],
                 provider=provider,
                 model=model,
+                system=system,
                 finish_reason=finish.reason if finish else None,
                 usage=finish.usage if finish else None,
                 duration_ms=duration_ms,
                 error_code=error.code if error else None,
                 error_message=error.message if error else None,
             )
+            self.saved = len(messages)
         except LogsUnavailableError as exc:
             self.terminal.warn(f"the conversation log stopped: {exc.message}")
             self.store = None

@@ -31,13 +31,13 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
-from typing import Any
+from typing import Any, Protocol
 
 import pluggy
 
 from ollm import hookspecs
 from ollm.errors import OllmError, PluginError
+from ollm.plugins import _entrypoints
 from ollm.plugins.settings import PluginSettings
 from ollm.registries import Registries
 from ollm.tools.tool import Tool
@@ -81,6 +81,18 @@ HOOKS = (
 log = logging.getLogger(__name__)
 
 
+class EntryPointLike(Protocol):
+    """What discovery reads of an entry point (``importlib.metadata.EntryPoint`` has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def value(self) -> str: ...
+
+    def load(self) -> Any: ...
+
+
 def build_plugin_manager() -> pluggy.PluginManager:
     """A fresh plugin manager with ollm's hook specs (one per test, if you like)."""
     manager = pluggy.PluginManager(hookspecs.PROJECT)
@@ -91,7 +103,7 @@ def build_plugin_manager() -> pluggy.PluginManager:
 @dataclass
 class _Candidate:
     name: str
-    entry_point: metadata.EntryPoint | None = None
+    entry_point: EntryPointLike | None = None
     plugin: object | None = None
     record: dict[str, Any] = field(default_factory=dict)
 
@@ -111,7 +123,7 @@ def discover(
     plugins: Sequence[object] = (),
     registries: Registries | None = None,
     manager: pluggy.PluginManager | None = None,
-    entry_points: Iterable[metadata.EntryPoint] | None = None,
+    entry_points: Iterable[EntryPointLike] | None = None,
 ) -> Registries:
     """Load plugins into registries and return them.
 
@@ -158,7 +170,7 @@ def discover(
     return registries
 
 
-def _load_order(ep: metadata.EntryPoint) -> tuple[int, str]:
+def _load_order(ep: EntryPointLike) -> tuple[int, str]:
     dist = getattr(getattr(ep, "dist", None), "name", None) or ""
     return (0 if _canonical(dist) in FIRST_PARTY else 1, ep.name)
 
@@ -172,13 +184,9 @@ def choice_variable(kind: str, name: str) -> str:
     return f"OLLM_{kind.upper()}_{re.sub(r'[^A-Z0-9]', '_', name.upper())}"
 
 
-def _entry_points() -> list[metadata.EntryPoint]:
-    eps = metadata.entry_points(group=ENTRY_POINT_GROUP)
-    # Several copies of one distribution on sys.path show the same entry point twice.
-    unique: dict[tuple[str, str], metadata.EntryPoint] = {}
-    for ep in eps:
-        unique.setdefault((ep.name, ep.value), ep)
-    return list(unique.values())
+def _entry_points() -> list[_entrypoints.CachedEntryPoint]:
+    # Remembered between runs (see ollm.plugins._entrypoints): importlib.metadata is slow.
+    return _entrypoints.entry_points(ENTRY_POINT_GROUP)
 
 
 def _load(
