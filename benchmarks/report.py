@@ -136,6 +136,18 @@ def write_report(r: dict[str, Any]) -> str:
             help_ms <= 1.5 * anyio_ms,
         )
     )
+    chat = s.get("ollm chat -p echo hi (logged)")
+    httpx_row = s.get('python -c "import httpx"')
+    if chat is not None and httpx_row is not None:
+        ratio = chat["median"] / httpx_row["median"]
+        summary.append(
+            (
+                "(issue 16) `ollm chat -p echo hi`, logged, within 1.5x `import httpx`",
+                f"{ratio:.2f}x",
+                "1.5x",
+                ratio <= 1.5,
+            )
+        )
     add("")
 
     # 4. Memory
