@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import builtins
 import os
-import secrets
 import sqlite3
 import sys
 import time
@@ -163,7 +162,8 @@ def _now() -> str:
 
 def _new_id() -> str:
     """Sorts by time: microseconds since 1970 in hex, then randomness (20 characters)."""
-    return f"{time.time_ns() // 1000:014x}{secrets.token_hex(3)}"
+    # os.urandom, not secrets: secrets imports hashlib and hmac (milliseconds at start-up).
+    return f"{time.time_ns() // 1000:014x}{os.urandom(3).hex()}"
 
 
 def _text(message: Message) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import struct
 
@@ -17,6 +16,8 @@ def text_vector(text: str, dimensions: int, *, salt: str = "") -> list[float]:
     Different texts give (almost surely) different vectors; the same text, dimensions
     and salt give the same vector on every machine and Python version.
     """
+    import hashlib  # here: the echo provider's start-up need not pay for it
+
     seed = f"{salt}\x00{text}".encode()
     values: list[float] = []
     counter = 0

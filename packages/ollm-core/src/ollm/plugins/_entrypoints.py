@@ -11,11 +11,11 @@ cache off; a cache that cannot be read or written is ignored.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
 import sys
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,7 @@ def cache_path(environ: Mapping[str, str] | None = None) -> Path:
     else:
         base = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     # One file per interpreter (each virtual environment has its own entry points).
-    tag = hashlib.sha256(sys.executable.encode()).hexdigest()[:16]
+    tag = f"{zlib.crc32(sys.executable.encode()):08x}"
     return base / "ollm" / f"entry-points-{tag}.json"
 
 
@@ -78,7 +78,8 @@ def _key(group: str) -> str:
             parts.append(f"{entry}:{os.stat(entry or '.').st_mtime_ns}")
         except OSError:
             parts.append(f"{entry}:-")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    # The whole text is the key (a hash would cost hashlib's import at every start).
+    return "\n".join(parts)
 
 
 def _read(group: str) -> list[tuple[str, str, str | None, str | None]]:

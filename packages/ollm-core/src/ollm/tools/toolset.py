@@ -8,7 +8,6 @@ says how, with one async context manager.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
@@ -115,5 +114,7 @@ def valid_tool_name(text: str) -> str:
     safe = _UNSAFE.sub("_", text) or "_"
     if len(safe) <= _MAX_NAME:
         return safe
+    import hashlib  # only for long names: hashlib costs start-up time
+
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
     return f"{safe[: _MAX_NAME - 9]}_{digest}"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
-import mimetypes
-from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "ROLES",
@@ -38,6 +39,10 @@ class ImagePart(msgspec.Struct, frozen=True, tag="image", tag_field="type"):
     @classmethod
     def from_file(cls, path: str | Path) -> ImagePart:
         """Read an image file; the MIME type comes from its extension."""
+        # Imported here: mimetypes and pathlib cost start-up time that few chats need.
+        import mimetypes
+        from pathlib import Path
+
         path = Path(path)
         mime, _ = mimetypes.guess_type(path.name)
         return cls(data=path.read_bytes(), mime_type=mime or "application/octet-stream")
