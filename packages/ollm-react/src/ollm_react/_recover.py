@@ -92,6 +92,17 @@ class TextCallScanner:
         self._fences = 0  # fences in the text shown so far (odd: inside a code block)
         self._out: list[Output] = []
 
+    def passes(self, text: str) -> bool:
+        """Whether ``text`` can be shown as it is, with nothing to read or hold (the hot path:
+        the reply is known to be prose, and this chunk cannot begin a tag or a fence)."""
+        return (
+            self._mode == _TEXT
+            and not self._held
+            and "<" not in text
+            and "[" not in text
+            and "`" not in text
+        )
+
     def feed(self, text: str) -> list[Output]:
         """Take one chunk; return what can be shown (and any calls completed) now."""
         out: list[Output] = []
@@ -413,6 +424,9 @@ class RecoveringStrategy:
             async for event in events:
                 if type(event) is TextEvent:
                     assert isinstance(event, TextEvent)
+                    if scanner.passes(event.text):
+                        yield event  # prose, shown as it came
+                        continue
                     outputs = scanner.feed(event.text)
                     if (
                         len(outputs) == 1
