@@ -75,3 +75,45 @@ async def test_other_errors_are_never_retried() -> None:
     with pytest.raises(ollm.ConnectionFailedError):
         await with_retries(RetryPolicy(attempts=5, backoff=0.0), attempt)
     assert len(calls) == 1
+
+
+async def test_without_retry_after_the_waits_double_from_the_backoff() -> None:
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    async def attempt() -> str:
+        raise ollm.RateLimitedError("slow down")
+
+    policy = RetryPolicy(attempts=4, backoff=1.5, max_wait=30)
+    with pytest.raises(ollm.RateLimitedError):
+        await with_retries(policy, attempt, sleep=record)
+    assert waits == [1.5, 3.0, 6.0]
+
+
+async def test_a_wait_of_exactly_max_wait_is_waited() -> None:
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    calls: list[int] = []
+
+    async def attempt() -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ollm.RateLimitedError("slow down", retry_after=30)
+        return "done"
+
+    assert await with_retries(RetryPolicy(attempts=2, max_wait=30), attempt, sleep=record) == "done"
+    assert waits == [30]
+
+
+def test_retry_after_as_a_date_is_counted_from_now() -> None:
+    import time
+
+    date = email.utils.formatdate(time.time() + 120, usegmt=True)
+    seconds = retry_after_seconds({"Retry-After": date})
+    assert seconds is not None
+    assert 100 < seconds <= 120  # the date's whole seconds, counted from the clock
