@@ -236,3 +236,119 @@ async def test_a_model_that_refuses_tools_still_switches_to_react(
     )
     events = [e async for e in client.chat("Weather?")]
     assert text_of(events) == "Sunny."
+
+
+# -- details the mutation run asked about ----------------------------------------------
+
+
+def scan(chunks: list[str]) -> tuple[str, list[list[tuple[str, dict[str, Any]]]]]:
+    scanner = TextCallScanner((weather_schema(),))
+    outputs = [out for chunk in chunks for out in scanner.feed(chunk)] + scanner.end()
+    text = "".join(out[1] for out in outputs if out[0] == "text")  # type: ignore[misc]
+    calls = [out[1] for out in outputs if out[0] == "calls"]
+    return text, calls  # type: ignore[return-value]
+
+
+CALL = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+OSLO = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        f"<tool_call>{CALL}</tool_call>\n<tool_call>{OSLO}</tool_call>",
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_weather{"city": "Oslo"}',
+        f"[TOOL_CALLS][{CALL}, {OSLO}]",
+        f"<|python_tag|>{CALL}; {OSLO}",
+        f"[{CALL}, {OSLO}]",
+    ],
+)
+def test_parallel_calls_in_every_format(reply: str) -> None:
+    for chunks in chunkings(reply):
+        text, calls = scan(chunks)
+        found = [c for batch in calls for c in batch]
+        assert found == [("get_weather", PARIS), ("get_weather", {"city": "Oslo"})], chunks
+        assert text.strip() == "", chunks
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        '{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}',
+        '{"tool": "get_weather", "tool_input": {"city": "Paris"}}',
+        '{"name": "get_weather", "parameters": "{\\"city\\": \\"Paris\\"}"}',
+        '{"id": "c1", "name": "get_weather", "arguments": {"city": "Paris"}}',
+    ],
+)
+def test_the_call_shapes_models_write(shape: str) -> None:
+    assert scan([shape])[1] == [[("get_weather", PARIS)]]
+
+
+def test_extra_keys_are_a_call_in_tags_but_an_answer_as_bare_json() -> None:
+    extra = '{"name": "get_weather", "arguments": {"city": "Paris"}, "confidence": 0.9}'
+    assert scan([f"<tool_call>{extra}</tool_call>"])[1] == [[("get_weather", PARIS)]]
+    assert scan([extra]) == (extra, [])
+
+
+def test_json_that_is_not_a_call_is_released_at_its_first_key() -> None:
+    scanner = TextCallScanner((weather_schema(),))
+    assert scanner.feed('{"city": "Par') == [("text", '{"city": "Par')]
+    scanner = TextCallScanner((weather_schema(),))
+    assert scanner.feed("[1, 2") == [("text", "[1, 2")]
+    scanner = TextCallScanner((weather_schema(),))
+    assert scanner.feed('{"na') == []  # may still become {"name": ...}
+
+
+def test_a_tag_after_a_closed_code_block_is_read_and_one_inside_is_not() -> None:
+    shown = f"```\n<tool_call>{OSLO}</tool_call>\n```\nNow:\n"
+    text, calls = scan([shown + f"<tool_call>{CALL}</tool_call>"])
+    assert text == shown
+    assert calls == [[("get_weather", PARIS)]]
+
+
+def test_text_held_as_a_possible_call_is_released_when_it_grows_too_long() -> None:
+    from ollm_react._recover import MAX_HELD
+
+    scanner = TextCallScanner((weather_schema(),))
+    opened = "<tool_call>" + "x" * (MAX_HELD + 10)
+    released = scanner.feed(opened)
+    assert released == [("text", opened)]  # before the reply ends
+    scanner = TextCallScanner((weather_schema(),))
+    bare = '{"name": "' + "y" * (MAX_HELD + 10)
+    assert scanner.feed(bare) == [("text", bare)]
+
+
+async def test_prose_events_pass_on_as_they_are_and_leaving_early_closes_the_stream() -> None:
+    request = ollm.ProviderRequest(
+        model="qwen", messages=(ollm.Message.user("hi"),), tools=(weather_schema(),)
+    )
+    provider = ScriptedProvider(Reply(["Hello", " there", ", friend."]))
+    stream = RecoveringStrategy().stream(provider, request)
+    seen = []
+    async for event in stream:
+        seen.append(event)
+        if len(seen) == 2:
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert [type(e) for e in seen] == [ollm.TextEvent, ollm.TextEvent]
+    assert provider.open_streams == 0
+
+
+async def test_recovered_ids_go_on_from_the_calls_the_history_holds() -> None:
+    earlier = ollm.ToolCall("call_a", "get_weather", {"city": "Rome"})
+    history = (
+        ollm.Message.user("Rome?"),
+        ollm.Message.assistant("", tool_calls=(earlier,)),
+        ollm.Message.tool("Sunny", call=earlier),
+        ollm.Message.user("Paris and Oslo?"),
+    )
+    request = ollm.ProviderRequest(model="qwen", messages=history, tools=(weather_schema(),))
+    provider = ScriptedProvider(Reply([f"[{CALL}, {OSLO}]"]))
+    events = [e async for e in RecoveringStrategy().stream(provider, request)]
+    ids = [e.call.id for e in events if isinstance(e, ollm.ToolCallEvent)]
+    assert ids == ["recovered_2", "recovered_3"]
+    [notice] = [e for e in events if isinstance(e, ollm.NoticeEvent)]
+    assert notice.message == (
+        "qwen wrote 2 tool calls as text (a JSON object): running get_weather, get_weather "
+        "as native calls."
+    )
