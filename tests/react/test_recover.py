@@ -352,3 +352,10 @@ async def test_recovered_ids_go_on_from_the_calls_the_history_holds() -> None:
         "qwen wrote 2 tool calls as text (a JSON object): running get_weather, get_weather "
         "as native calls."
     )
+
+
+def test_a_call_without_arguments_is_a_call_with_none() -> None:
+    now = ollm.ToolSchema(name="now", parameters={"type": "object", "properties": {}})
+    scanner = TextCallScanner((now,))
+    outputs = scanner.feed('<tool_call>{"name": "now"}</tool_call>') + scanner.end()
+    assert outputs == [("calls", [("now", {})], "hermes")]

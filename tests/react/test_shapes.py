@@ -52,6 +52,7 @@ ANSWERS: dict[str, tuple[str, str]] = {
         "Owls are birds.",
     ),
     "final answer mid-line": ("Thought: easy. Final Answer: Owls are birds.", "Owls are birds."),
+    "answer blob": ('Action: {"action": "Answer", "action_input": "Owls."}', "Owls."),
     "prose that looks like a marker": (
         "Press the button that says Action: Start, then wait.",
         "Press the button that says Action: Start, then wait.",
