@@ -186,3 +186,44 @@ async def test_the_last_answer_at_the_turn_limit_never_shows_protocol_text(
     )
     result = await client.run("owls?")
     assert result.text == "Owls are nocturnal."
+
+
+def test_a_mid_line_action_with_an_unknown_tool_is_named_not_called_thought_only(
+    schemas: tuple[ollm.ToolSchema, ...],
+) -> None:
+    parsed = parse_reply(
+        'Thought: I need it. Action: serch Action Input: {"query": "owls"}', schemas
+    )
+    assert isinstance(parsed, FormatProblem)
+    assert parsed.kind == "unknown_tool"
+    assert parsed.suggestion == "search"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        (
+            'Thought: I need to search.\nAction:\n{"action": "serch", "action_input": {}}',
+            "unknown_tool",
+        ),
+        ('Thought: I need to search.\nAction:\n{"action_input": {}}', "missing_tool"),
+        (
+            'Thought: I need to search.\nAction:\n{"action": "search", "action_input": 7}',
+            "bad_input",
+        ),
+        (
+            'Thought: I need to search.\nAction:\n{"action": "Final Answer", "action_input": ""}',
+            "empty_answer",
+        ),
+        ('Thought: I need to search.\nAction:\n{"action": "search",', "bad_input"),
+    ],
+)
+def test_a_blob_problem_keeps_the_reply_and_the_thought(
+    text: str, kind: str, schemas: tuple[ollm.ToolSchema, ...]
+) -> None:
+    parsed = parse_reply(text, schemas)
+    assert isinstance(parsed, FormatProblem)
+    assert parsed.kind == kind
+    assert parsed.text == text
+    assert parsed.thought == "I need to search."
+    assert parsed.detail
