@@ -22,20 +22,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = (
-    "ollm",
-    "ollm.errors",
-    "ollm.types",
-    "ollm.logs",
-    "ollm.hookspecs",
-    "ollm_http",
-    "ollm_ollama",
-    "ollm_openai",
-    "ollm_gemini",
-    "ollm_react",
-    "ollm_mcp",
-    "ollm_testutils",
-)
 _ROOTS = (
     "ollm",
     "ollm_http",
@@ -46,6 +32,8 @@ _ROOTS = (
     "ollm_mcp",
     "ollm_testutils",
 )
+# The packages, and the core's modules whose names are public too.
+PACKAGES = (*_ROOTS, "ollm.errors", "ollm.types", "ollm.logs", "ollm.hookspecs")
 _NAMES = "|".join(_ROOTS)
 _REFERENCE = re.compile(rf"``((?:{_NAMES})(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?:\(\))?``")
 _LINK = re.compile(r"\]\((?!https?://|mailto:|#)([^)\s]+)\)")

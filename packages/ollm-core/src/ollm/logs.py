@@ -322,18 +322,17 @@ class LogStore:
         error_message: str | None = None,
     ) -> None:
         """Note how one chat of the conversation went: usage, timing, finish, error."""
-        with self._write("save the response") as db:
-            _insert_response(
-                db,
-                cid,
-                provider,
-                model,
-                finish_reason,
-                usage,
-                duration_ms,
-                error_code,
-                error_message,
-            )
+        self.log_exchange(
+            cid,
+            (),
+            provider=provider,
+            model=model,
+            finish_reason=finish_reason,
+            usage=usage,
+            duration_ms=duration_ms,
+            error_code=error_code,
+            error_message=error_message,
+        )
 
     def log_exchange(
         self,

@@ -15,13 +15,13 @@
 from __future__ import annotations
 
 import base64
-import math
 import re
 from typing import Any
 
 from ollm.errors import InvalidRequestError
 from ollm.types import ImagePart, Message, ProviderRequest, TextPart, ToolCall, ToolSchema
 from ollm_gemini._schema import Unexpressible, check_tool_name, to_gemini_schema
+from ollm_http import option_number, stop_sequences
 
 __all__ = ["MAX_STOP_SEQUENCES", "SKIP_SIGNATURE", "build_body", "contents_of", "tools_of"]
 
@@ -170,17 +170,6 @@ def _tool_config(choice: str, tools: tuple[ToolSchema, ...]) -> dict[str, Any] |
     )
 
 
-def _number(name: str, value: object, *, integer: bool = False) -> float | int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        kind = "an integer" if integer else "a number"
-        raise InvalidRequestError(f"options.{name} must be {kind}, not {value!r}.")
-    if integer and not isinstance(value, int):
-        raise InvalidRequestError(f"options.{name} must be an integer, not {value!r}.")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise InvalidRequestError(f"options.{name} must be a finite number, not {value!r}.")
-    return value
-
-
 def _thinking(think: bool | str | None, model: str) -> dict[str, Any] | None:
     if think is None:
         return None
@@ -240,26 +229,19 @@ def build_body(request: ProviderRequest, *, api_version: str) -> dict[str, Any]:
     for key, value in options.extra.items():
         (body if key in _TOP_LEVEL else generation)[key] = value
     if options.temperature is not None:
-        generation["temperature"] = _number("temperature", options.temperature)
+        generation["temperature"] = option_number("temperature", options.temperature)
     if options.top_p is not None:
-        generation["topP"] = _number("top_p", options.top_p)
+        generation["topP"] = option_number("top_p", options.top_p)
     if options.top_k is not None:
-        generation["topK"] = _number("top_k", options.top_k, integer=True)
+        generation["topK"] = option_number("top_k", options.top_k, integer=True)
     if options.seed is not None:
-        generation["seed"] = _number("seed", options.seed, integer=True)
+        generation["seed"] = option_number("seed", options.seed, integer=True)
     if options.max_tokens is not None:
-        generation["maxOutputTokens"] = _number("max_tokens", options.max_tokens, integer=True)
-    if options.stop is not None:
-        stop: object = options.stop
-        items = (
-            [stop]
-            if isinstance(stop, str)
-            else list(stop)
-            if isinstance(stop, (list, tuple))
-            else None
+        generation["maxOutputTokens"] = option_number(
+            "max_tokens", options.max_tokens, integer=True
         )
-        if items is None or not all(isinstance(s, str) for s in items):
-            raise InvalidRequestError(f"options.stop must be a list of strings, not {stop!r}.")
+    if options.stop is not None:
+        items = stop_sequences(options.stop)
         if len(items) > MAX_STOP_SEQUENCES:
             raise InvalidRequestError(
                 f"Gemini takes at most {MAX_STOP_SEQUENCES} stop sequences; "

@@ -79,16 +79,8 @@ class GeminiHTTP:
     ) -> None:
         self.config = config
         self.retry = retry
-        self.timeouts = Timeouts(
-            connect=config.connect_timeout,
-            read=config.timeout,
-            write=config.timeout,
-            pool=config.timeout,
-        )
-        short = max(config.connect_timeout, 10.0)
-        self.short_timeouts = Timeouts(
-            connect=config.connect_timeout, read=short, write=short, pool=short
-        )
+        self.timeouts = Timeouts.uniform(config.connect_timeout, config.timeout)
+        self.short_timeouts = Timeouts.quick(config.connect_timeout)
         headers = {
             "User-Agent": f"ollm/{ollm_version} ollm-gemini/{__version__}",
             "Accept": "application/json",

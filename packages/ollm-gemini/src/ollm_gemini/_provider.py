@@ -29,7 +29,7 @@ from ollm_gemini._convert import build_body
 from ollm_gemini._errors import PROVIDER
 from ollm_gemini._http import DEFAULT_RETRY, GeminiHTTP
 from ollm_gemini._wire import BatchEmbeddings, CountTokens, ModelCard
-from ollm_http import Reply, RetryPolicy, check_health
+from ollm_http import Reply, RetryPolicy, check_health, encode_body
 
 __all__ = ["GeminiProvider"]
 
@@ -128,15 +128,7 @@ class GeminiProvider:
         body = build_body(request, api_version=self.config.api_version)
         if correction is not None:
             body["contents"].append({"role": "user", "parts": [{"text": correction}]})
-        try:
-            return msgspec.Raw(msgspec.json.encode(body))
-        except (msgspec.EncodeError, TypeError, ValueError, RecursionError) as exc:
-            raise InvalidRequestError(
-                f"The request to {request.model!r} cannot be sent as JSON ({exc}). Check the "
-                "tool arguments, the options and their extra values.",
-                provider=PROVIDER,
-                model=request.model,
-            ) from None
+        return encode_body(body, model=request.model, provider=PROVIDER)
 
     async def _open_chat(self, request: ProviderRequest, *, correction: str | None) -> Reply:
         path = self._path(request.model, "streamGenerateContent") + "?alt=sse"

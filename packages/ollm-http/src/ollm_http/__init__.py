@@ -12,7 +12,9 @@
   ``failure_event``: a streamed reply read on the hot path, stopped at once by an abort,
   ended cleanly, or ended with the right event when it fails; ``check_health``.
 - ``check_base_url``, ``seconds_setting`` and ``is_loopback``: a provider's address and
-  timeouts read from its settings, with messages that name the setting.
+  timeouts read from its settings, with messages that name the setting;
+  ``option_number``, ``stop_sequences`` and ``encode_body``: a request's options checked
+  and its body encoded, failing with ``InvalidRequestError``.
 - ``RetryPolicy``, ``with_retries`` and ``retry_after_seconds`` for servers that say
   "not now" (HTTP 429).
 
@@ -23,6 +25,7 @@ from ollm_http._client import HTTPClient, Reply
 from ollm_http._config import ErrorContext, HTTPConfig, Limits, Timeouts, check_header
 from ollm_http._errors import describe, error_from_exception, excerpt
 from ollm_http._lines import EventSplitter, LineSplitter, LineTooLongError, ServerSentEvent
+from ollm_http._options import encode_body, option_number, stop_sequences
 from ollm_http._retry import NO_RETRY, RetryPolicy, retry_after_seconds, with_retries
 from ollm_http._settings import check_base_url, is_loopback, seconds_setting
 from ollm_http._stream import (
@@ -61,11 +64,14 @@ __all__ = [
     "close_response",
     "describe",
     "drain",
+    "encode_body",
     "error_from_exception",
     "excerpt",
     "failure_event",
     "is_loopback",
+    "option_number",
     "retry_after_seconds",
     "seconds_setting",
+    "stop_sequences",
     "with_retries",
 ]

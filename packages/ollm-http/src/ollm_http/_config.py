@@ -28,6 +28,16 @@ class Timeouts:
     write: float | None = 60.0
     pool: float | None = 300.0
 
+    @classmethod
+    def uniform(cls, connect: float | None, seconds: float | None) -> Timeouts:
+        """``connect`` to connect, ``seconds`` for every other phase (a provider's setting)."""
+        return cls(connect=connect, read=seconds, write=seconds, pool=seconds)
+
+    @classmethod
+    def quick(cls, connect: float) -> Timeouts:
+        """For requests that answer at once (model lists, health): at least 10 s a phase."""
+        return cls.uniform(connect, max(connect, 10.0))
+
     def as_httpx(self) -> dict[str, float | None]:
         """The mapping httpx puts in ``request.extensions["timeout"]``."""
         return {

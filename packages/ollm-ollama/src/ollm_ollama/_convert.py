@@ -29,6 +29,7 @@ from ollm.types import (
     ToolCall,
     ToolSchema,
 )
+from ollm_http import stop_sequences
 from ollm_ollama._config import KeepAlive, normalize_keep_alive
 from ollm_ollama._wire import (
     ChatRequest,
@@ -252,16 +253,7 @@ def options_to_wire(
             wire[name] = value
     stop: object = options.stop
     if stop is not None:
-        items: list[object] = (
-            [stop]
-            if isinstance(stop, str)
-            else list(stop)
-            if isinstance(stop, (list, tuple))
-            else []
-        )
-        stops = [s for s in items if isinstance(s, str)]
-        if len(stops) != len(items) or not isinstance(stop, (str, list, tuple)):
-            raise InvalidRequestError(f"options.stop must be a list of strings, not {stop!r}.")
+        stops = stop_sequences(stop)
         if stops:
             wire["stop"] = _merge_stops(model_stop, stops)
     return wire, keep_alive

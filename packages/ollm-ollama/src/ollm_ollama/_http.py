@@ -51,19 +51,9 @@ class OllamaHTTP:
         self, config: OllamaConfig, transport: httpx.AsyncBaseTransport | None = None
     ) -> None:
         self.config = config
-        self._timeouts = Timeouts(
-            connect=config.connect_timeout,
-            read=config.timeout,
-            write=config.timeout,
-            pool=config.timeout,
-        )
+        self._timeouts = Timeouts.uniform(config.connect_timeout, config.timeout)
         self.timeout = httpx.Timeout(**self._timeouts.as_httpx())
-        short = max(config.connect_timeout, 10.0)
-        self.short_timeout = httpx.Timeout(
-            **Timeouts(
-                connect=config.connect_timeout, read=short, write=short, pool=short
-            ).as_httpx()
-        )
+        self.short_timeout = httpx.Timeout(**Timeouts.quick(config.connect_timeout).as_httpx())
         self._http = HTTPClient(
             HTTPConfig(
                 config.host,

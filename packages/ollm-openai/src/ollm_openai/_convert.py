@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +26,7 @@ from ollm.types import (
     ToolCall,
     ToolSchema,
 )
+from ollm_http import option_number, stop_sequences
 from ollm_openai._config import MaxTokensField, OpenAIConfig
 from ollm_openai._wire import ToolCallDelta
 
@@ -126,17 +126,6 @@ def _tool_choice(choice: str, tools: tuple[ToolSchema, ...]) -> str | dict[str, 
 # -- the request -----------------------------------------------------------------------
 
 
-def _number(name: str, value: object, *, integer: bool = False) -> float | int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        kind = "an integer" if integer else "a number"
-        raise InvalidRequestError(f"options.{name} must be {kind}, not {value!r}.")
-    if integer and not isinstance(value, int):
-        raise InvalidRequestError(f"options.{name} must be an integer, not {value!r}.")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise InvalidRequestError(f"options.{name} must be a finite number, not {value!r}.")
-    return value
-
-
 def _response_format(value: object) -> dict[str, Any] | None:
     if value is None or value == "":
         return None
@@ -187,32 +176,23 @@ def build_body(
         body["tools"] = [tool_to_openai(tool) for tool in request.tools]
         body["tool_choice"] = _tool_choice(request.tool_choice, request.tools)
     if options.temperature is not None:
-        body["temperature"] = _number("temperature", options.temperature)
+        body["temperature"] = option_number("temperature", options.temperature)
     if options.top_p is not None:
-        body["top_p"] = _number("top_p", options.top_p)
+        body["top_p"] = option_number("top_p", options.top_p)
     if options.seed is not None:
-        body["seed"] = _number("seed", options.seed, integer=True)
+        body["seed"] = option_number("seed", options.seed, integer=True)
     if options.max_tokens is not None:
-        body[max_tokens_field] = _number("max_tokens", options.max_tokens, integer=True)
+        body[max_tokens_field] = option_number("max_tokens", options.max_tokens, integer=True)
     if options.stop is not None:
-        stop: object = options.stop
-        items = (
-            [stop]
-            if isinstance(stop, str)
-            else list(stop)
-            if isinstance(stop, (list, tuple))
-            else None
-        )
-        if items is None or not all(isinstance(s, str) for s in items):
-            raise InvalidRequestError(f"options.stop must be a list of strings, not {stop!r}.")
+        items = stop_sequences(options.stop)
         if items:
             body["stop"] = items
     if not config.official:
         # Accepted by vLLM, SGLang, llama.cpp and LM Studio; refused by OpenAI itself.
         if options.top_k is not None:
-            body["top_k"] = _number("top_k", options.top_k, integer=True)
+            body["top_k"] = option_number("top_k", options.top_k, integer=True)
         if options.repeat_penalty is not None:
-            body["repetition_penalty"] = _number("repeat_penalty", options.repeat_penalty)
+            body["repetition_penalty"] = option_number("repeat_penalty", options.repeat_penalty)
     response_format = _response_format(request.response_format)
     if response_format is not None:
         body["response_format"] = response_format

@@ -28,7 +28,7 @@ from ollm.types import (
     ProviderRequest,
     Usage,
 )
-from ollm_http import Reply, RetryPolicy, check_health
+from ollm_http import Reply, RetryPolicy, check_health, encode_body
 from ollm_openai._chat import stream_chat, usage_from
 from ollm_openai._config import MaxTokensField, OpenAIConfig
 from ollm_openai._convert import build_body
@@ -160,15 +160,7 @@ class OpenAIProvider:
             include_usage=self._include_usage,
             max_tokens_field=self._max_tokens_field,
         )
-        try:
-            return msgspec.Raw(msgspec.json.encode(body))
-        except (msgspec.EncodeError, TypeError, ValueError) as exc:
-            raise InvalidRequestError(
-                f"The request to {request.model!r} cannot be sent as JSON ({exc}). Check the "
-                "tool arguments, the options and their extra values.",
-                provider=PROVIDER,
-                model=request.model,
-            ) from None
+        return encode_body(body, model=request.model, provider=PROVIDER)
 
     async def _open_chat(self, request: ProviderRequest, *, stream: bool) -> Reply:
         def adjust(said: ServerError) -> bool:

@@ -107,7 +107,7 @@ class TextCallScanner:
         """Take one chunk; return what can be shown (and any calls completed) now."""
         out: list[Output] = []
         self._out = out
-        if self._mode == _TEXT and not self._held and self._plain(text):
+        if self.passes(text):
             self._show(text)
             return out
         self._held += text
@@ -125,10 +125,6 @@ class TextCallScanner:
         return out
 
     # -- decisions ---------------------------------------------------------------------
-
-    def _plain(self, text: str) -> bool:
-        """Whether ``text`` cannot start or hold a tag (the fast path: shown as it is)."""
-        return "<" not in text and "[" not in text and "`" not in text
 
     def _advance(self, *, final: bool) -> None:
         while True:

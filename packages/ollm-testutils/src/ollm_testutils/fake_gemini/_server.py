@@ -9,22 +9,18 @@ the thought signature of the first call of each model turn.
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import itertools
 import json
 import re
-import threading
-from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs
 
 from ollm_testutils._vectors import text_vector
 from ollm_testutils.fake_gemini._script import GeminiCall, GeminiReply, google_error
-from ollm_testutils.fake_openai._script import AUTO, RecordedRequest
+from ollm_testutils.fake_openai._script import AUTO
 from ollm_testutils.httpserver._connection import Connection, HttpRequest, Response
-from ollm_testutils.httpserver._fake import FakeServer
+from ollm_testutils.httpserver._scripted import RecordedRequest, ScriptedServer
 
 __all__ = ["FakeGeminiServer", "GeminiReplyFunction"]
 
@@ -42,7 +38,7 @@ _NO_KEY = (
 )
 
 
-class FakeGeminiServer(FakeServer):
+class FakeGeminiServer(ScriptedServer[GeminiReply]):
     """A fake Gemini API on 127.0.0.1 at a free port.
 
     ::
@@ -80,34 +76,17 @@ class FakeGeminiServer(FakeServer):
         self.page_size = 50
         self.events_per_write = 1
         self.line_end = "\r\n"
-        self.default_reply: GeminiReply | None = None
         self.embedding_dimensions = 8
-        self.requests: list[RecordedRequest] = []
-        self._lock = threading.Lock()
-        self._script: deque[GeminiReply] = deque()
-        self._function: GeminiReplyFunction | None = None
         self._ids = itertools.count(1)
         super().__init__(port=port)
 
     # -- scripting ---------------------------------------------------------------------
 
-    def script(self, *replies: GeminiReply | str) -> FakeGeminiServer:
-        """Queue replies for the next generate requests (a string is one text piece)."""
-        with self._lock:
-            self._script.extend(_as_reply(reply) for reply in replies)
-        return self
+    def _as_reply(self, reply: GeminiReply | str) -> GeminiReply:
+        return _as_reply(reply)
 
-    @property
-    def remaining(self) -> int:
-        """Scripted replies not used yet."""
-        return len(self._script)
-
-    def reply_with(self, function: GeminiReplyFunction | None) -> FakeGeminiServer:
-        """Compute replies from each generate request's JSON body once the script is used up."""
-        if function is not None and inspect.iscoroutinefunction(function):
-            raise TypeError("reply_with takes a plain function; it runs in the server thread")
-        self._function = function
-        return self
+    def _fallback(self) -> GeminiReply:
+        return GeminiReply(["Hello", "! How can I help?"])
 
     @property
     def generate_requests(self) -> list[RecordedRequest]:
@@ -116,33 +95,9 @@ class FakeGeminiServer(FakeServer):
 
     def reset(self) -> None:
         """Forget the script, the recorded requests and the reply function."""
-        with self._lock:
-            self._script.clear()
-            self.requests.clear()
-        self._function = None
-        self.default_reply = None
+        self._reset_script()
 
     # -- serving -----------------------------------------------------------------------
-
-    def _handle(self, request: HttpRequest, response: Response, connection: Connection) -> None:
-        recorded = RecordedRequest(
-            request.method,
-            request.path,
-            dict(request.headers),
-            request.body,
-            query=request.query,
-        )
-        with self._lock:
-            self.requests.append(recorded)
-            index = len(self.requests) - 1
-        completed = False
-        try:
-            completed = self._route(request, response, connection)
-        finally:
-            if not completed:
-                with self._lock:
-                    if index < len(self.requests) and self.requests[index] is recorded:
-                        self.requests[index] = dataclasses.replace(recorded, completed=False)
 
     def _error(
         self,
@@ -334,17 +289,6 @@ class FakeGeminiServer(FakeServer):
                 if problem is not None:
                     return problem
         return None
-
-    def _next_reply(self, body: dict[str, Any]) -> GeminiReply:
-        with self._lock:
-            if self._script:
-                return self._script.popleft()
-            function = self._function
-        if function is not None:
-            computed = function(body)
-            if computed is not None:
-                return _as_reply(computed)
-        return self.default_reply or GeminiReply(["Hello", "! How can I help?"])
 
     def _events(
         self, model: str, body: dict[str, Any], reply: GeminiReply

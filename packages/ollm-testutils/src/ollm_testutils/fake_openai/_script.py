@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ollm_testutils.httpserver._scripted import RecordedRequest
+
 __all__ = [
     "AUTO",
     "FLAVORS",
@@ -132,20 +134,3 @@ class OpenAIReply:
             error={"message": message, "type": type, "param": param, "code": code},
             headers=headers,
         )
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request the server received, and whether its response completed."""
-
-    method: str
-    path: str
-    headers: Mapping[str, str]
-    body: bytes
-    completed: bool = True
-    query: str = ""
-
-    @property
-    def json(self) -> Any:
-        """The body as JSON (``None`` when empty)."""
-        return json.loads(self.body) if self.body else None

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import itertools
 import json
-import threading
-from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -19,7 +15,7 @@ from ollm_testutils.fake_openai._script import (
     RecordedRequest,
 )
 from ollm_testutils.httpserver._connection import Connection, HttpRequest, Response
-from ollm_testutils.httpserver._fake import FakeServer
+from ollm_testutils.httpserver._scripted import ScriptedServer
 
 __all__ = ["FakeOpenAIServer", "ReplyFunction"]
 
@@ -31,7 +27,7 @@ _SSE = "text/event-stream; charset=utf-8"
 _INVALID = "invalid_request_error"
 
 
-class FakeOpenAIServer(FakeServer):
+class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
     """A fake OpenAI-compatible server on 127.0.0.1 at a free port, under ``/v1``.
 
     ::
@@ -67,7 +63,6 @@ class FakeOpenAIServer(FakeServer):
     ) -> None:
         self.flavor: Flavor = flavor
         self.models: list[str] = list(models)
-        self.default_reply: OpenAIReply | None = None
         self.tools_supported = True
         self.accepts_stream_options = True
         self.accepts_max_tokens = True
@@ -76,10 +71,6 @@ class FakeOpenAIServer(FakeServer):
         self.max_model_len = 32768
         self.embedding_dimensions = 8
         self.events_per_write = 1
-        self.requests: list[RecordedRequest] = []
-        self._lock = threading.Lock()
-        self._script: deque[OpenAIReply] = deque()
-        self._function: ReplyFunction | None = None
         self._ids = itertools.count(1)
         super().__init__(port=port)
 
@@ -90,23 +81,11 @@ class FakeOpenAIServer(FakeServer):
 
     # -- scripting ---------------------------------------------------------------------
 
-    def script(self, *replies: OpenAIReply | str) -> FakeOpenAIServer:
-        """Queue replies for the next chat requests (a string is one text piece)."""
-        with self._lock:
-            self._script.extend(_as_reply(reply) for reply in replies)
-        return self
+    def _as_reply(self, reply: OpenAIReply | str) -> OpenAIReply:
+        return _as_reply(reply)
 
-    @property
-    def remaining(self) -> int:
-        """Scripted replies not used yet."""
-        return len(self._script)
-
-    def reply_with(self, function: ReplyFunction | None) -> FakeOpenAIServer:
-        """Compute replies from each chat request's JSON body once the script is used up."""
-        if function is not None and inspect.iscoroutinefunction(function):
-            raise TypeError("reply_with takes a plain function; it runs in the server thread")
-        self._function = function
-        return self
+    def _fallback(self) -> OpenAIReply:
+        return OpenAIReply(["Hello", "! How can I help?"])
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
@@ -115,11 +94,7 @@ class FakeOpenAIServer(FakeServer):
 
     def reset(self) -> None:
         """Forget the script, the recorded requests and the settings' changes."""
-        with self._lock:
-            self._script.clear()
-            self.requests.clear()
-        self._function = None
-        self.default_reply = None
+        self._reset_script()
         self.tools_supported = True
         self.accepts_stream_options = True
         self.accepts_max_tokens = True
@@ -127,24 +102,6 @@ class FakeOpenAIServer(FakeServer):
         self.context_window = None
 
     # -- serving -----------------------------------------------------------------------
-
-    def _handle(self, request: HttpRequest, response: Response, connection: Connection) -> None:
-        # Recorded before the reply, so a client that has its answer finds it recorded;
-        # marked incomplete afterwards if the client left (or was left) in the middle.
-        recorded = RecordedRequest(
-            request.method, request.path, dict(request.headers), request.body
-        )
-        with self._lock:
-            self.requests.append(recorded)
-            index = len(self.requests) - 1
-        completed = False
-        try:
-            completed = self._route(request, response, connection)
-        finally:
-            if not completed:
-                with self._lock:
-                    if index < len(self.requests) and self.requests[index] is recorded:
-                        self.requests[index] = dataclasses.replace(recorded, completed=False)
 
     def _route(self, request: HttpRequest, response: Response, connection: Connection) -> bool:
         if self.api_key is not None:
@@ -229,17 +186,6 @@ class FakeOpenAIServer(FakeServer):
         return self._json(
             response, 200, {"object": "list", "data": data, "model": model, "usage": usage}
         )
-
-    def _next_reply(self, body: dict[str, Any]) -> OpenAIReply:
-        with self._lock:
-            if self._script:
-                return self._script.popleft()
-            function = self._function
-        if function is not None:
-            computed = function(body)
-            if computed is not None:
-                return _as_reply(computed)
-        return self.default_reply or OpenAIReply(["Hello", "! How can I help?"])
 
     def _chat(self, request: HttpRequest, response: Response, connection: Connection) -> bool:
         try:

@@ -16,6 +16,7 @@ from ollm_testutils.httpserver._connection import (
     readable,
 )
 from ollm_testutils.httpserver._fake import FakeServer
+from ollm_testutils.httpserver._scripted import RecordedRequest, ScriptedServer
 from ollm_testutils.httpserver._server import Handler, HttpServer
 
 __all__ = [
@@ -25,7 +26,9 @@ __all__ = [
     "Handler",
     "HttpRequest",
     "HttpServer",
+    "RecordedRequest",
     "Response",
+    "ScriptedServer",
     "Waker",
     "json_error",
     "readable",
