@@ -160,20 +160,10 @@ def _calls_before(request: ProviderRequest) -> int:
     return sum(len(message.tool_calls) for message in request.messages)
 
 
-async def stream_chat(
-    provider: GeminiProvider, request: ProviderRequest
-) -> AsyncIterator[ProviderEvent]:
+def stream_chat(provider: GeminiProvider, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
     """The events of one reply: ends with one ``FinishEvent``, or an ``ErrorEvent``."""
     abort = request.abort if request.abort is not None else AbortSignal()
-    correction: str | None = None
-    while True:
-        retry: list[str | None] = [None]
-        async with aclosing(_one_reply(provider, request, abort, correction, retry)) as events:
-            async for event in events:
-                yield event
-        if retry[0] is None:
-            return
-        correction = retry[0]
+    return _one_reply(provider, request, abort, None)
 
 
 async def _one_reply(
@@ -181,8 +171,9 @@ async def _one_reply(
     request: ProviderRequest,
     abort: AbortSignal,
     correction: str | None,
-    retry: list[str | None],
 ) -> AsyncGenerator[ProviderEvent, None]:
+    """One request's reply; a malformed call is asked again once, after this reply is
+    closed (only that second reply passes through one more generator)."""
     if abort.aborted:
         yield FinishEvent("cancelled")
         return
@@ -194,6 +185,7 @@ async def _one_reply(
     finished = False
     state = _Reply()
     first_id = _calls_before(request)
+    again: str | None = None
     try:
         with abort.guard() as scope:
             reply = await provider._open_chat(request, correction=correction)
@@ -257,7 +249,8 @@ async def _one_reply(
             )
             return
         finished = True
-        for event in _end(provider, request, state, correction, retry):
+        events, again = _end(provider, request, state, correction)
+        for event in events:
             yield event
     except Exception as exc:
         yield failure_event(
@@ -275,6 +268,10 @@ async def _one_reply(
             if finished and reads is not None and not abort.aborted:
                 await drain(reads)
             await reply.aclose()
+    if again is not None:
+        async with aclosing(_one_reply(provider, request, abort, again)) as corrected:
+            async for event in corrected:
+                yield event
 
 
 def _end(
@@ -282,22 +279,20 @@ def _end(
     request: ProviderRequest,
     state: _Reply,
     correction: str | None,
-    retry: list[str | None],
-) -> list[ProviderEvent]:
+) -> tuple[list[ProviderEvent], str | None]:
+    """The reply's last events, and the correction to send when it must be asked again."""
     reason = state.finish or "STOP"
     model = request.model
     usage = usage_from(state.usage)
     if reason in _MALFORMED and not state.calls:
         said = f" ({state.finish_message.strip()})" if state.finish_message else ""
         if correction is None and not state.shown:
-            retry[0] = CORRECTION.format(said=said)
-            return [
-                NoticeEvent(
-                    f"{model} wrote a function call that could not be parsed{said}; asking "
-                    "it once more.",
-                    "correction",
-                )
-            ]
+            notice = NoticeEvent(
+                f"{model} wrote a function call that could not be parsed{said}; asking it "
+                "once more.",
+                "correction",
+            )
+            return [notice], CORRECTION.format(said=said)
         return [
             ErrorEvent(
                 f"{model} wrote a function call that could not be parsed{said}"
@@ -305,7 +300,7 @@ def _end(
                 + ". Try again, simplify the tools' parameters, or use another model.",
                 ErrorCode.BAD_RESPONSE,
             )
-        ]
+        ], None
     events: list[ProviderEvent] = [ToolCallEvent(call) for call in state.calls]
     why = BLOCKED.get(reason)
     if why is not None:
@@ -318,7 +313,7 @@ def _end(
                     '{"extra": {"safetySettings": [...]}}) sets how strict the filters are.',
                     ErrorCode.CONTENT_BLOCKED,
                 )
-            ]
+            ], None
         events.append(
             NoticeEvent(
                 f"Gemini stopped the reply part way: {detail} (finish reason {reason}).",
@@ -327,7 +322,7 @@ def _end(
         )
     provider._replied(request, usage)
     events.append(FinishEvent("length" if reason == "MAX_TOKENS" else "stop", usage))
-    return events
+    return events, None
 
 
 def _blocked_prompt(model: str, reason: str, feedback: Any) -> ErrorEvent:
