@@ -122,7 +122,17 @@ async def _invoke(
         return ToolOutcome(
             call, value.text, value.is_error, code, _ms(started), images=value.images
         )
-    return ToolOutcome(call, render_result(value), False, None, _ms(started))
+    try:
+        text = render_result(value)
+    except Exception as exc:  # a result that cannot be written: the tool's bug, told
+        return ToolOutcome(
+            call,
+            f"Tool {call.name!r} failed: {describe_exception(exc)}",
+            True,
+            ErrorCode.TOOL_FAILED,
+            _ms(started),
+        )
+    return ToolOutcome(call, text, False, None, _ms(started))
 
 
 def without_images(outcomes: Sequence[ToolOutcome], model: str) -> list[ToolOutcome]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Callable
@@ -49,11 +50,12 @@ def read_signature(
         signature = inspect.signature(function)
     except (TypeError, ValueError) as exc:
         raise InvalidToolError(f"Cannot read the signature of tool {tool_name!r}: {exc}") from exc
+    target, bound = _unwrap(function)
     try:
-        hints = typing.get_type_hints(function, include_extras=True)
+        hints = typing.get_type_hints(target, include_extras=True)
     except Exception as exc:
         raise InvalidToolError(
-            f"Cannot resolve the type hints of tool {tool_name!r}: {exc}. "
+            f"Cannot resolve the type hints of tool {tool_name!r}: {str(exc).rstrip('.')}. "
             "Make every annotation importable where the function is defined."
         ) from exc
 
@@ -67,6 +69,8 @@ def read_signature(
                 f"Tool {tool_name!r} takes {star}{param.name}; a tool needs named, typed "
                 "parameters so the model knows what to pass."
             )
+        if param.name in bound:
+            continue  # given by a partial: never the model's to choose (or to read)
         if param.name not in hints:
             raise InvalidToolError(
                 f"Parameter {param.name!r} of tool {tool_name!r} has no type annotation. "
@@ -96,6 +100,21 @@ def read_signature(
             f"Tool {tool_name!r} has a parameter type that cannot be described as JSON: {exc}"
         ) from exc
     return Signature(args_type, inline_refs(raw_schema), tuple(positional), injected)
+
+
+def _unwrap(function: Callable[..., Any]) -> tuple[Any, frozenset[str]]:
+    """What holds the type hints: a partial's function (and the names its keywords
+    bind), an object's ``__call__``, a class's ``__init__``."""
+    target: Any = function
+    bound: set[str] = set()
+    while isinstance(target, functools.partial):
+        bound.update(target.keywords)
+        target = target.func
+    if isinstance(target, type):
+        target = target.__init__  # type: ignore[misc]
+    elif not inspect.isroutine(target):
+        target = type(target).__call__  # an object called like a function
+    return target, frozenset(bound)
 
 
 def _strip_annotated(hint: Any) -> Any:
@@ -175,5 +194,16 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     ref = schema.get("$ref", "")
     root_name = ref[len("#/$defs/") :] if isinstance(ref, str) else ""
     root = strip_titles(defs.get(root_name, schema))
-    root["$defs"] = strip_titles(defs, names=True)
+    kept = strip_titles(defs, names=True)
+    if root_name in kept and not _refers_to(kept, f"#/$defs/{root_name}"):
+        del kept[root_name]  # the root itself, spelt out above: said once, not twice
+    root["$defs"] = kept
     return root  # type: ignore[no-any-return]
+
+
+def _refers_to(node: Any, ref: str) -> bool:
+    if isinstance(node, list):
+        return any(_refers_to(item, ref) for item in node)
+    if isinstance(node, dict):
+        return node.get("$ref") == ref or any(_refers_to(v, ref) for v in node.values())
+    return False

@@ -260,13 +260,23 @@ _result_encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
 
 
 def render_result(value: Any) -> str:
-    """The text a model reads for a tool's return value: strings as they are, else JSON."""
+    """The text a model reads for a tool's return value: strings as they are, else JSON.
+
+    A value JSON cannot hold is shown by its ``repr``. A value that contains itself, or
+    nests too deeply to be written, raises ``ValueError`` (the runtime turns it into the
+    call's error result).
+    """
     if isinstance(value, str):
         return value
     try:
         return _result_encoder.encode(value).decode("utf-8")
     except (TypeError, ValueError, OverflowError):
         return repr(value)
+    except RecursionError:
+        raise ValueError(
+            f"the {type(value).__name__} it returned contains itself or nests too deeply "
+            "to be written as text"
+        ) from None
 
 
 @overload
