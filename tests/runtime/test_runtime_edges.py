@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from runtime_helpers import assert_history_valid, assert_one_finish_last, collec
 
 import ollm
 from ollm.runtime.toolsets import ToolsetSessions
+from ollm_testutils import Reply, ScriptedProvider
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +59,7 @@ class Plain:
 
 
 def plain_client(provider: Plain) -> ollm.ChatClient:
-    return ollm.ChatClient(ollm.Registries(), provider=provider)  # type: ignore[arg-type]
+    return ollm.ChatClient(ollm.Registries(), provider=provider)
 
 
 @pytest.mark.parametrize(
@@ -297,7 +299,199 @@ async def test_a_toolset_sees_the_context_of_whoever_opened_it(anyio_backend: st
 
 
 async def test_a_glob_that_matches_nothing_when_there_are_no_tools(anyio_backend: str) -> None:
-    chat_client = ollm.ChatClient(ollm.Registries(), provider=Plain(), tools=["x_*"])  # type: ignore[arg-type]
+    chat_client = ollm.ChatClient(ollm.Registries(), provider=Plain(), tools=["x_*"])
     events = await collect(chat_client.chat("hi"))
     [error] = [e for e in events if isinstance(e, ollm.ErrorEvent)]
     assert error.message == "No tool matches 'x_*'. Available tools: none."
+
+
+# -- tool calls ------------------------------------------------------------------------
+
+PIXEL = ollm.ImagePart(b"\x89PNG\r\n\x1a\nfake", "image/png")
+
+
+@ollm.tool(timeout=0.01)
+async def stuck() -> str:
+    """Never finish."""
+    await anyio.sleep_forever()
+    return ""
+
+
+@ollm.tool(timeout=60)  # the chat's own limit is for `stuck` only
+def echo_call(text: str, ctx: ollm.ToolContext) -> str:
+    """Say which call this is."""
+    return f"{ctx.call.id}:{ctx.call.name}:{text}:{ctx.abort.aborted}"
+
+
+@ollm.tool(timeout=60)  # the chat's own limit is for `stuck` only
+def refuse() -> str:
+    """Fail with a code of its own."""
+    raise ollm.ToolsetError("The notes server stopped.", code="NOTES_STOPPED")
+
+
+@ollm.tool(timeout=60)  # the chat's own limit is for `stuck` only
+def group() -> str:
+    """Fail twice at once."""
+    raise ExceptionGroup("several", [ValueError("first"), KeyError()])
+
+
+@ollm.tool(timeout=60)  # the chat's own limit is for `stuck` only
+def soft_failure() -> ollm.ToolResult:
+    """Report an error without raising."""
+    return ollm.ToolResult("No such page.", is_error=True)
+
+
+@ollm.tool(timeout=60)  # the chat's own limit is for `stuck` only
+def picture() -> ollm.ToolResult:
+    """Show a picture."""
+    return ollm.ToolResult(images=(PIXEL,))
+
+
+@ollm.tool(timeout=60)  # the chat's own limit is for `stuck` only
+def plain_text() -> str:
+    """Say something."""
+    return "words"
+
+
+def _call(ident: str, name: str, **args: Any) -> ollm.ToolCall:
+    return ollm.ToolCall(ident, name, args)
+
+
+async def _results(
+    *calls: ollm.ToolCall, capabilities: ollm.ModelCapabilities | None = None
+) -> tuple[list[ollm.ToolCallResultEvent], ScriptedProvider, float]:
+    provider = ScriptedProvider(Reply(tool_calls=list(calls)), "done", capabilities=capabilities)
+    tools = [stuck, echo_call, refuse, group, soft_failure, picture, plain_text]
+    chat_client = ollm.ChatClient(
+        ollm.Registries(), provider=provider, tools=tools, tool_timeout=0.02
+    )
+    started = time.perf_counter()
+    events = await collect(chat_client.chat("go"))
+    elapsed_ms = (time.perf_counter() - started) * 1000.0
+    assert_one_finish_last(events, "stop")
+    assert_history_valid(chat_client.conversation)
+    return [e for e in events if isinstance(e, ollm.ToolCallResultEvent)], provider, elapsed_ms
+
+
+async def test_every_kind_of_tool_outcome_says_whether_it_failed_and_why(
+    anyio_backend: str,
+) -> None:
+    results, provider, elapsed_ms = await _results(
+        _call("a", "missing"),
+        _call("b", "echo_call", text=["not", "text"]),
+        _call("c", "refuse"),
+        _call("d", "group"),
+        _call("e", "soft_failure"),
+        _call("f", "stuck"),
+        _call("g", "echo_call", text="hi"),
+    )
+    outcomes = [(r.call.id, r.is_error, r.error_code) for r in results]
+    assert outcomes == [
+        ("a", True, "TOOL_NOT_FOUND"),
+        ("b", True, "INVALID_ARGUMENTS"),
+        ("c", True, "NOTES_STOPPED"),
+        ("d", True, "TOOL_FAILED"),
+        ("e", True, "TOOL_FAILED"),
+        ("f", True, "TOOL_TIMEOUT"),
+        ("g", False, None),
+    ]
+    by_id = {r.call.id: r.result for r in results}
+    assert by_id["c"] == "Tool 'refuse' failed: The notes server stopped."
+    assert by_id["d"] == "Tool 'group' failed: ValueError: first; KeyError"
+    assert by_id["e"] == "No such page."
+    # The tool's own timeout wins over the chat's (0.02 s here).
+    assert by_id["f"] == "Tool 'stuck' did not finish within 0.01 seconds."
+    # A tool that asks for its context gets the model's call and the chat's signal.
+    assert by_id["g"] == "g:echo_call:hi:False"
+    # Every call that ran says how long it took, within the chat's own time.
+    for result in results[1:]:
+        assert 0.0 < result.duration_ms <= elapsed_ms
+    assert results[0].duration_ms == 0.0  # an unknown tool never ran
+    assert provider.requests[1].messages[-1].role == "tool"
+
+
+async def test_images_for_a_model_that_cannot_see_them_become_notes(anyio_backend: str) -> None:
+    blind = ollm.ModelCapabilities(vision=False)
+    results, provider, _ = await _results(
+        _call("a", "plain_text"), _call("b", "picture"), capabilities=blind
+    )
+    assert [r.result for r in results] == [
+        "words",
+        "[image/png image of 12 bytes, left out: mock-model cannot see images]",
+    ]
+    assert [r.images for r in results] == [(), ()]
+    assert not any(m.images for m in provider.requests[1].messages)
+
+
+async def test_images_reach_a_model_whose_provider_cannot_say(anyio_backend: str) -> None:
+    class Unsure(ScriptedProvider):
+        model_capabilities = None  # type: ignore[assignment]
+
+    provider = Unsure(Reply(tool_calls=[_call("a", "picture")]), "done")
+    chat_client = ollm.ChatClient(ollm.Registries(), provider=provider, tools=[picture])
+    await collect(chat_client.chat("go"))
+    assert [m.images for m in provider.requests[1].messages if m.role == "tool"] == [(PIXEL,)]
+
+
+async def test_a_refusal_after_text_streamed_is_not_retried_with_react(
+    anyio_backend: str,
+) -> None:
+    refusal = ollm.ErrorEvent("tiny does not support tools", "TOOLS_UNSUPPORTED")
+    other = ollm.ErrorEvent("the server fell over", "PROVIDER_ERROR")
+    for first in (Reply("Let me", error=refusal), Reply(error=other)):
+        provider = ScriptedProvider(first, "never")
+        registries = ollm.Registries()
+        registries.providers.register(provider)
+        registries.strategies.register(ollm.StrategySpec("react", ollm.NativeStrategy))
+        chat_client = ollm.ChatClient(registries, model="tiny", tools=[plain_text])
+        events = await collect(chat_client.chat("q"))
+        assert not [e for e in events if isinstance(e, ollm.NoticeEvent)]
+        assert len(provider.requests) == 1
+        assert_one_finish_last(events, "error")
+
+
+async def test_without_react_a_refusal_keeps_its_code_and_names_the_model(
+    anyio_backend: str,
+) -> None:
+    refusal = ollm.ErrorEvent("tiny does not support tools", "TOOLS_UNSUPPORTED")
+    provider = ScriptedProvider(Reply(error=refusal))
+    registries = ollm.Registries()
+    registries.providers.register(provider)
+    events = await collect(ollm.ChatClient(registries, model="tiny", tools=[plain_text]).chat("q"))
+    [error] = [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert error.code == "TOOLS_UNSUPPORTED"
+    assert error.message == (
+        "tiny does not support tools. tiny cannot call tools natively. To use tools with it, "
+        "install ReAct support (pip install ollm-react), or chat without tools."
+    )
+
+
+async def test_run_takes_the_chat_arguments_and_returns_only_its_own_messages(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider("first", Reply(tool_calls=[_call("a", "plain_text")]), "second")
+    async with ollm.ChatClient(ollm.Registries(), provider=provider) as chat_client:
+        await chat_client.run("one")
+        result = await chat_client.run("two", tools=[plain_text])
+    assert [t.name for t in provider.requests[1].tools] == ["plain_text"]
+    assert [(m.role, m.text) for m in result.messages] == [
+        ("user", "two"),
+        ("assistant", ""),
+        ("tool", "words"),
+        ("assistant", "second"),
+    ]
+    assert (result.text, result.finish_reason) == ("second", "stop")
+
+
+async def test_closing_a_client_closes_the_providers_its_registries_built(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider("hi")
+    registries = ollm.Registries()
+    registries.providers.register(ollm.ProviderSpec("scripted", lambda: provider))
+    async with ollm.ChatClient(registries) as chat_client:
+        assert (await chat_client.run("x")).text == "hi"
+    assert provider.closed
+    given = ScriptedProvider("hi")
+    async with ollm.ChatClient(provider=given) as chat_client:  # no registries of its own
+        assert (await chat_client.run("x")).text == "hi"
