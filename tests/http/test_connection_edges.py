@@ -1,0 +1,157 @@
+"""One connection's edges, from the mutation run of ``ollm_http._connection``.
+
+What the reply parser must refuse (control characters in header values, a protocol
+switch, an endless head, a reply cut inside its head), and when a connection must not
+carry another request (bytes after the reply, a HEAD reply, an expired idle
+connection). Every test talks to a real socket on 127.0.0.1, on asyncio and trio.
+"""
+
+from __future__ import annotations
+
+import pytest
+from raw_http import CLOSE, raw_server
+
+import ollm
+from ollm_http import ErrorContext, HTTPClient, HTTPConfig, Limits, Timeouts
+
+pytestmark = pytest.mark.anyio
+
+CONTEXT = ErrorContext(provider="Test", code_name="test", url_setting="TEST_HOST")
+
+
+def client(url: str, **kwargs: object) -> HTTPClient:
+    return HTTPClient(HTTPConfig(url, context=CONTEXT, **kwargs))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (b"a\x00b", "a header value holds a line break or NUL character"),
+        (b"a\rb", "Missing expected LF after header value"),  # llhttp's own words
+    ],
+)
+async def test_a_control_character_in_a_reply_header_is_a_bad_response(
+    value: bytes, why: str
+) -> None:
+    reply = b"HTTP/1.1 200 OK\r\nX-Odd: " + value + b"\r\nContent-Length: 2\r\n\r\nhi"
+    async with raw_server([reply]) as server:
+        http = client(server.url)
+        with pytest.raises(ollm.BadResponseError) as caught:
+            await http.request("GET", "/")
+        assert why in str(caught.value)
+        await http.aclose()
+
+
+async def test_a_protocol_switch_is_refused() -> None:
+    switch = (
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+    )
+    async with raw_server([switch]) as server:
+        http = client(server.url)
+        with pytest.raises(ollm.BadResponseError) as caught:
+            await http.request("GET", "/")
+        assert "the server switched protocols, which ollm does not do" in str(caught.value)
+        await http.aclose()
+
+
+async def test_an_endless_head_is_refused_in_bounded_memory() -> None:
+    header = b"X-Filler: " + b"x" * 1000 + b"\r\n"
+    endless = b"HTTP/1.1 200 OK\r\n" + header * 70  # 70 KB, and never an empty line
+    async with raw_server([endless]) as server:
+        # The head is refused as it grows: never a wait for the rest (a read timeout).
+        http = client(server.url, timeouts=Timeouts(read=10))
+        with pytest.raises(ollm.BadResponseError) as caught:
+            await http.request("GET", "/")
+        assert "the reply's head is longer than 65536 bytes" in str(caught.value)
+        await http.aclose()
+
+
+async def test_a_head_just_under_the_limit_is_read() -> None:
+    header = b"X-Filler: " + b"x" * 1000 + b"\r\n"
+    reply = b"HTTP/1.1 200 OK\r\n" + header * 60 + b"Content-Length: 2\r\n\r\nhi"
+    async with raw_server([reply]) as server:
+        http = client(server.url)
+        assert (await http.request("GET", "/")).content == b"hi"
+        await http.aclose()
+
+
+async def test_a_reply_cut_inside_its_head_says_so() -> None:
+    async with raw_server([(b"HTTP/1.1 200 OK\r\nContent-Le", CLOSE)]) as server:
+        http = client(server.url)
+        with pytest.raises(ollm.OllmError) as caught:
+            await http.request("POST", "/", json={})
+        assert "the server closed the connection in the middle of its reply" in str(caught.value)
+        await http.aclose()
+
+
+async def test_a_server_that_answers_nothing_says_so() -> None:
+    async with raw_server([CLOSE]) as server:
+        http = client(server.url)
+        with pytest.raises(ollm.ConnectionFailedError) as caught:
+            await http.request("POST", "/", json={})
+        assert "closed the connection" in str(caught.value)
+        await http.aclose()
+
+
+async def test_keep_alive_carries_requests_on_one_connection() -> None:
+    async with raw_server([ok_body(b"one"), ok_body(b"two"), ok_body(b"three")]) as server:
+        http = client(server.url)
+        for expected in (b"one", b"two", b"three"):
+            assert (await http.request("GET", "/")).content == expected
+        assert server.connections == 1
+        await http.aclose()
+
+
+async def test_bytes_after_a_reply_keep_it_whole_but_retire_the_connection() -> None:
+    async with raw_server([ok_body(b"one") + b"GARBAGE\r\n", ok_body(b"two")]) as server:
+        http = client(server.url)
+        assert (await http.request("POST", "/a", json={})).content == b"one"
+        assert (await http.request("POST", "/b", json={})).content == b"two"
+        assert server.connections == 2
+        assert server.paths() == ["/a", "/b"]
+        await http.aclose()
+
+
+async def test_a_head_reply_is_read_without_a_body_and_its_connection_retired() -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
+    async with raw_server([head, ok_body(b"two")]) as server:
+        http = client(server.url)
+        reply = await http.request("HEAD", "/")
+        assert (reply.status, reply.content) == (200, b"")
+        assert (await http.request("GET", "/")).content == b"two"
+        assert server.connections == 2
+        await http.aclose()
+
+
+async def test_an_expired_idle_connection_is_not_used() -> None:
+    async with raw_server([ok_body(b"one"), ok_body(b"two")]) as server:
+        http = client(server.url, limits=Limits(keepalive_expiry=0.0))
+        assert (await http.request("GET", "/")).content == b"one"
+        assert (await http.request("GET", "/")).content == b"two"
+        assert server.connections == 2
+        await http.aclose()
+
+
+async def test_a_chunked_body_in_many_pieces_is_joined_in_order() -> None:
+    chunks = b"".join(b"1\r\n%s\r\n" % bytes([c]) for c in b"abcdefghij")
+    reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
+    async with raw_server([reply, ok_body(b"next")]) as server:
+        http = client(server.url)
+        assert (await http.request("GET", "/")).content == b"abcdefghij"
+        assert (await http.request("GET", "/")).content == b"next"
+        assert server.connections == 1
+        await http.aclose()
+
+
+async def test_a_body_that_ends_at_close_is_whole_and_its_connection_retired() -> None:
+    unframed = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip-not\r\n\r\nto the end", CLOSE)
+    async with raw_server([unframed, ok_body(b"next")]) as server:
+        http = client(server.url)
+        assert (await http.request("GET", "/")).content == b"to the end"
+        assert (await http.request("GET", "/")).content == b"next"
+        assert server.connections == 2
+        await http.aclose()
+
+
+def ok_body(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
