@@ -74,7 +74,9 @@ def error_from_exception(
     timeouts = timeouts or Timeouts()
     chain = _chain(exc)
     tls = next((e for e in chain if isinstance(e, ssl.SSLError)), None)
-    if tls is not None:
+    # Once part of the reply was given, the handshake is long done: a TLS failure then
+    # (a corrupt record) is a broken stream, worded and coded as one below.
+    if tls is not None and not streaming:
         certificate = isinstance(tls, ssl.SSLCertVerificationError)
         step = (
             "If the server uses a private certificate authority, point SSL_CERT_FILE at its "
@@ -177,6 +179,7 @@ def error_from_exception(
 def excerpt(data: bytes, limit: int = 200) -> str:
     """Up to ``limit`` characters of ``data`` (a server's bytes) for an error message, quoted."""
     text = data[: limit * 4].decode("utf-8", "replace")
-    if len(text) > limit:
+    # Bytes left out are a cut too: 4-byte characters can fill the limit exactly.
+    if len(text) > limit or len(data) > limit * 4:
         return repr(text[:limit]) + "..."
     return repr(text)
