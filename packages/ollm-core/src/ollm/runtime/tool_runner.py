@@ -102,13 +102,7 @@ async def _invoke(
             call, f"Tool {call.name!r} failed: {exc.message}", True, exc.code, _ms(started)
         )
     except (Exception, SystemExit) as exc:
-        return ToolOutcome(
-            call,
-            f"Tool {call.name!r} failed: {describe_exception(exc)}",
-            True,
-            ErrorCode.TOOL_FAILED,
-            _ms(started),
-        )
+        return _failed(call, exc, started)
     if scope.cancelled_caught:
         return ToolOutcome(
             call,
@@ -125,14 +119,19 @@ async def _invoke(
     try:
         text = render_result(value)
     except Exception as exc:  # a result that cannot be written: the tool's bug, told
-        return ToolOutcome(
-            call,
-            f"Tool {call.name!r} failed: {describe_exception(exc)}",
-            True,
-            ErrorCode.TOOL_FAILED,
-            _ms(started),
-        )
+        return _failed(call, exc, started)
     return ToolOutcome(call, text, False, None, _ms(started))
+
+
+def _failed(call: ToolCall, exc: BaseException, started: float) -> ToolOutcome:
+    """The outcome of a tool that raised (or returned what cannot be written)."""
+    return ToolOutcome(
+        call,
+        f"Tool {call.name!r} failed: {describe_exception(exc)}",
+        True,
+        ErrorCode.TOOL_FAILED,
+        _ms(started),
+    )
 
 
 def without_images(outcomes: Sequence[ToolOutcome], model: str) -> list[ToolOutcome]:
