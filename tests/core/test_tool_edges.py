@@ -8,6 +8,7 @@ the words of the "Expected: ..." hint, names cut to 64 characters.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -53,6 +54,74 @@ def test_a_recursive_schema_is_spelt_out_once_without_titles() -> None:
                     },
                 },
                 "required": ["title"],
+            }
+        },
+    }
+
+
+class Chain(msgspec.Struct):
+    value: int
+    next: Chain | None = None
+
+
+def walk(start: Chain) -> int:
+    """Walk a chain."""
+    return 1
+
+
+def test_a_definition_that_refers_to_itself_through_a_union_is_kept() -> None:
+    chain = {
+        "type": "object",
+        "properties": {
+            "value": {"type": "integer"},
+            "next": {"anyOf": [{"$ref": "#/$defs/Chain"}, {"type": "null"}], "default": None},
+        },
+        "required": ["value"],
+    }
+    assert ollm.Tool.from_function(walk).parameters == {
+        "type": "object",
+        "properties": {"start": {"$ref": "#/$defs/Chain"}},
+        "required": ["start"],
+        "$defs": {"Chain": chain},
+    }
+    schema = ollm.ToolSchema("walk", "Walk.", msgspec.json.schema(Chain))
+    assert ollm.Tool.from_schema(schema, walk).parameters == {**chain, "$defs": {"Chain": chain}}
+
+
+def test_a_recursive_schema_from_elsewhere_loses_every_title_and_keeps_its_root() -> None:
+    # As a pydantic-made schema (an MCP server's) looks: titles at every level.
+    node = {
+        "title": "Node",
+        "type": "object",
+        "properties": {
+            "title": {"title": "Title", "type": "string"},
+            "children": {"title": "Children", "type": "array", "items": {"$ref": "#/$defs/Node"}},
+            "tags": {"type": "array", "items": {"title": "Tag", "type": "string"}},
+            "next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"title": "End", "type": "null"}]},
+        },
+    }
+    schema = ollm.ToolSchema(
+        "tree",
+        "A tree.",
+        {
+            "title": "TreeArgs",
+            "type": "object",
+            "properties": {"root": {"$ref": "#/$defs/Node"}},
+            "$defs": {"Node": node},
+        },
+    )
+    assert ollm.Tool.from_schema(schema, print).parameters == {
+        "type": "object",
+        "properties": {"root": {"$ref": "#/$defs/Node"}},
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "next": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]},
+                },
             }
         },
     }
@@ -160,8 +229,17 @@ def test_signatures_that_cannot_be_tools_say_why_and_what_to_do() -> None:
 
     with pytest.raises(ollm.InvalidToolError) as caught:
         ollm.tool(unresolved)
-    assert "Cannot resolve the type hints of tool 'unresolved'" in str(caught.value)
-    assert "Make every annotation importable where the function is defined." in str(caught.value)
+    assert str(caught.value) == (
+        "Cannot resolve the type hints of tool 'unresolved': name 'NotDefinedAnywhere' is not "
+        "defined. Make every annotation importable where the function is defined."
+    )
+
+    def parts(*parts: str) -> str:
+        """Star."""
+        return ""
+
+    with pytest.raises(ollm.InvalidToolError, match=r"^Tool 'parts' takes \*parts; a tool needs"):
+        ollm.tool(parts)
 
     def options(**options: str) -> str:
         """Star-star."""
@@ -290,6 +368,37 @@ def _doc(*lines: str) -> str:
             "Sum.",
             {"a": "First."},
         ),
+        # NumPy: a section of one line, an empty one, then the parameters.
+        (
+            _doc(
+                "Sum.",
+                "",
+                "Returns",
+                "-------",
+                "int",
+                "Raises",
+                "------",
+                "Parameters",
+                "----------",
+                "a : int",
+            ),
+            "Sum.",
+            {"a": ""},
+        ),
+        # NumPy: a skipped section's text is not read, whatever it looks like.
+        (
+            _doc("Sum.", "", "Notes", "-----", ":param z: not one.", "Params", "------", "a : int"),
+            "Sum.",
+            {"a": ""},
+        ),
+        # Google: a section straight after another, with no blank line, and an empty one.
+        (
+            _doc("Sum.", "", "Returns:", "    The sum.", "Raises:", "Args:", "    a: First."),
+            "Sum.",
+            {"a": "First."},
+        ),
+        # Google: prose after a section that is not the arguments is not the description.
+        (_doc("Sum.", "", "Returns:", "    The sum.", "", "See the manual."), "Sum.", {}),
         # A header on the last two lines is a header.
         (_doc("Sum.", "", "Parameters", "----------"), "Sum.", {}),
         # Sphinx: every kind of parameter field, continuations with one space, fields
@@ -350,6 +459,33 @@ async def test_a_renamed_tool_keeps_everything_but_its_name(anyio_backend: str) 
         context = ollm.ToolContext(call, ollm.AbortSignal())
         assert await copy.invoke(call.args, context=context) == "c1:42"
     assert (packed.name, renamed.name, scale.pack) == ("math_scale", "scale2", None)
+
+
+@pytest.mark.anyio
+async def test_a_renamed_tool_keeps_its_positional_only_parameters(anyio_backend: str) -> None:
+    def power(base: int, exponent: int, /, modulo: int = 0) -> int:
+        """Raise a number."""
+        return pow(base, exponent, modulo) if modulo else int(base**exponent)
+
+    renamed = ollm.tool(power).renamed("pow2")
+    assert await renamed.invoke({"base": 2, "exponent": 10}) == 1024
+    assert await renamed.invoke({"base": 2, "exponent": 10, "modulo": 1000}) == 24
+
+
+@pytest.mark.anyio
+async def test_a_class_is_a_tool_described_by_its_constructor(anyio_backend: str) -> None:
+    @dataclasses.dataclass
+    class Point:
+        x: int
+        y: int = 0
+
+    made = ollm.Tool.from_function(Point, name="point")
+    assert made.parameters == {
+        "type": "object",
+        "properties": {"x": {"type": "integer"}, "y": {"type": "integer", "default": 0}},
+        "required": ["x"],
+    }
+    assert await made.invoke({"x": "3"}) == Point(3, 0)
 
 
 def test_a_tool_from_a_schema_keeps_its_description_and_timeout() -> None:
@@ -430,8 +566,11 @@ def test_a_result_json_cannot_hold_is_shown_by_its_repr() -> None:
 def test_a_result_that_contains_itself_is_an_error_not_a_crash() -> None:
     looped: list[Any] = []
     looped.append(looped)
-    with pytest.raises(ValueError, match="the list it returned contains itself"):
+    with pytest.raises(ValueError) as caught:
         ollm.render_result(looped)
+    assert str(caught.value) == (
+        "the list it returned contains itself or nests too deeply to be written as text"
+    )
 
 
 @pytest.mark.anyio
@@ -519,6 +658,12 @@ async def test_partials_and_callable_objects_are_tools(anyio_backend: str) -> No
     assert bound.parameters["properties"].keys() == {"query", "limit"}
     assert "s3cret" not in str(bound.parameters)
     assert await bound.invoke({"query": "q", "limit": "3"}) == "q:3:s3"
+    keyed = ollm.Tool.from_function(functools.partial(search, "fixed"), name="search")
+    assert keyed.parameters["required"] == ["limit", "api_key"]
+    first = ollm.Tool.from_function(functools.partial(search, query="news"), name="search")
+    # A bound keyword before the others: the ones after it are still the model's.
+    assert first.parameters["properties"].keys() == {"limit", "api_key"}
+    assert await first.invoke({"limit": 2, "api_key": "k1"}) == "news:2:k1"
     counter = ollm.Tool.from_function(Counter(), name="count")
     assert counter.parameters["required"] == ["text"]
     assert await counter.invoke({"text": "a b c"}) == 3

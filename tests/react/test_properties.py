@@ -24,6 +24,7 @@ from ollm_react import (
     render_messages,
     render_observation,
 )
+from ollm_react._markers import is_fence_line
 from ollm_testutils import Reply, ScriptedProvider
 
 pytestmark = pytest.mark.anyio
@@ -65,7 +66,8 @@ plain_line = (
         max_size=40,
     )
     .map(str.strip)
-    .filter(lambda s: bool(s) and not MARKER_AT_LINE_START.search(s))
+    # not a marker, nor a code fence ("```py" alone is a fence the parser drops)
+    .filter(lambda s: bool(s) and not MARKER_AT_LINE_START.search(s) and not is_fence_line(s))
 )
 
 

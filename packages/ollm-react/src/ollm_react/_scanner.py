@@ -167,8 +167,7 @@ class StreamScanner:
             self._decided = False
             self._fence = ""
             self._fences = 0
-            if before:
-                self._out_add("thinking", before)
+            self._reasoning(before)
 
     def _content(self, text: str) -> None:
         start = 0
@@ -284,12 +283,21 @@ class StreamScanner:
 
     def _start_thinking(self) -> None:
         """The first marker: text before it was reasoning, not an answer."""
-        lines = "".join(self._preamble).split("\n")
+        before = "".join(self._preamble)
         self._preamble = []
-        before = "\n".join(line for line in lines if not is_fence_line(line)).strip()
         self.mode = _THOUGHT
-        if before:
-            self._out_add("thinking", before)
+        self._reasoning(before)
+
+    def _reasoning(self, text: str) -> None:
+        """Show text before the first marker (or an orphan ``</think>``) as thinking.
+
+        Without its code-fence lines, and on a line of its own after thinking already
+        shown ("deep" then "plan", not "deepplan").
+        """
+        lines = text.split("\n")
+        text = "\n".join(line for line in lines if not is_fence_line(line)).strip()
+        if text:
+            self._out_add("thinking", "\n" + text if self._shown_thought else text)
             self._shown_thought = True
 
     def _enter(self, mode: int, match: re.Match[str]) -> None:
