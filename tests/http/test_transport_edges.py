@@ -20,7 +20,7 @@ import anyio.abc
 import httpx
 import pytest
 from anyio.streams.tls import TLSAttribute
-from raw_http import HANG, ok, raw_server
+from raw_http import HANG, ok, raw_server, tls_server_context
 
 import ollm
 from ollm_http import ErrorContext, HTTPClient, HTTPConfig, HTTPTransport, Limits, Timeouts
@@ -214,32 +214,6 @@ async def test_a_reply_whose_close_fails_is_logged_not_raised(
     await http.aclose()
 
 
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1, and its key."""
-    if shutil.which("openssl") is None:
-        pytest.skip("needs openssl")
-    where = tmp_path_factory.mktemp("tls")
-    cert, key = where / "cert.pem", where / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"),
-            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
-
-
-def server_context(certificate: tuple[Path, Path]) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(*certificate)
-    context.set_alpn_protocols(["http/1.1"])
-    return context
-
-
 @needs_openssl
 async def test_verify_takes_a_context_a_hashed_directory_or_false(
     certificate: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -260,7 +234,7 @@ async def test_verify_takes_a_context_a_hashed_directory_or_false(
         False,
     ]
     answers = [ok(b"%d" % i) for i in range(len(choices))]
-    async with raw_server(answers, tls=server_context(certificate)) as server:
+    async with raw_server(answers, tls=tls_server_context(certificate)) as server:
         for i, verify in enumerate(choices):
             http = client(server.url, verify=verify, trust_env=False)
             assert (await http.request("GET", "/")).content == b"%d" % i
@@ -275,7 +249,7 @@ async def test_the_transport_asks_for_http_1_1_by_alpn(certificate: tuple[Path, 
         offered.append(stream.extra(TLSAttribute.alpn_protocol))
         await stream.send(ok())
 
-    async with raw_server([answer], tls=server_context(certificate)) as server:
+    async with raw_server([answer], tls=tls_server_context(certificate)) as server:
         http = client(server.url, verify=str(certificate[0]))
         assert (await http.request("GET", "/")).content == b"ok"
         await http.aclose()
@@ -298,7 +272,7 @@ async def test_a_tls_record_broken_mid_reply_is_an_interrupted_stream(
         await raw.send(b"\x17\x03\x03\x00\x20" + b"\x00" * 32)
         await anyio.sleep_forever()
 
-    async with raw_server([corrupt], tls=server_context(certificate)) as server:
+    async with raw_server([corrupt], tls=tls_server_context(certificate)) as server:
         http = client(server.url, verify=str(certificate[0]))
         got: list[bytes] = []
 

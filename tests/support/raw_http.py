@@ -10,9 +10,11 @@ from __future__ import annotations
 import inspect
 import re
 import ssl
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
 import anyio.abc
@@ -135,3 +137,26 @@ def chunked(*chunks: bytes) -> bytes:
     """A 200 whose body comes in these chunks."""
     framed = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks)
     return b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + framed + b"0\r\n\r\n"
+
+
+def self_signed_certificate(where: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, made by the openssl command."""
+    cert, key = where / "cert.pem", where / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def tls_server_context(certificate: tuple[Path, Path]) -> ssl.SSLContext:
+    """What a raw_server needs to speak https (HTTP/1.1 offered by ALPN) with that certificate."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*certificate)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
