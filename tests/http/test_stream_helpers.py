@@ -625,8 +625,10 @@ async def test_a_server_that_is_not_running_is_an_unhealthy_status() -> None:
         await http.request("GET", "/api/version")
         return "never"
 
+    before = datetime.now(UTC)
     status = await check_health("test", probe, "Test")
     await http.aclose()
+    assert before <= status.checked_at <= datetime.now(UTC)
     assert status.ok is False
     assert status.provider == "test"
     assert status.error_code == "CONNECTION_FAILED"

@@ -359,3 +359,106 @@ def test_a_call_without_arguments_is_a_call_with_none() -> None:
     scanner = TextCallScanner((now,))
     outputs = scanner.feed('<tool_call>{"name": "now"}</tool_call>') + scanner.end()
     assert outputs == [("calls", [("now", {})], "hermes")]
+
+
+_PARIS = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+_PARIS_CALL = ("get_weather", {"city": "Paris"})
+
+# reply -> (the text shown, stripped; the calls recovered, in order)
+SCANNED: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {
+    # no call, and known before the end: every character is shown as soon as it is
+    "Hi <tool_call>{bad json</tool_call> there and more": (
+        "Hi <tool_call>{bad json</tool_call> there and more",
+        [],
+    ),
+    f"```\n<tool_call>{_PARIS}</tool_call>\n```\nafter": (
+        f"```\n<tool_call>{_PARIS}</tool_call>\n```\nafter",
+        [],
+    ),
+    "[1, 2, 3] is a list": ("[1, 2, 3] is a list", []),
+    "Prose with [brackets] and {braces} inside.": (
+        "Prose with [brackets] and {braces} inside.",
+        [],
+    ),
+    "<tool_call>" + "x" * 70_000: ("<tool_call>" + "x" * 70_000, []),
+    # a reply that may still become a call is held to its end
+    ' { "na': ('{ "na', []),
+    # calls: a bare one with space around it, two tagged ones, one after prose
+    f"  {_PARIS}  ": ("", [_PARIS_CALL]),
+    f"<tool_call>\n{_PARIS}\n</tool_call>\n<tool_call>\n{_PARIS}\n</tool_call>": (
+        "",
+        [_PARIS_CALL, _PARIS_CALL],
+    ),
+    'Sure! [TOOL_CALLS]get_weather{"city": "P"}': ("Sure!", [("get_weather", {"city": "P"})]),
+}
+SHOWN_BEFORE_THE_END = list(SCANNED)[:5]
+
+
+@pytest.mark.parametrize("size", [1, 3, 100_000])
+@pytest.mark.parametrize("reply", list(SCANNED), ids=lambda reply: reply[:40])
+def test_what_the_text_call_scanner_shows_and_recovers(reply: str, size: int) -> None:
+    scanner = TextCallScanner((weather_schema(),))
+    outputs = [out for i in range(0, len(reply), size) for out in scanner.feed(reply[i : i + size])]
+    if reply in SHOWN_BEFORE_THE_END:
+        assert "".join(out[1] for out in outputs if out[0] == "text") == reply
+    outputs += scanner.end()
+    text = "".join(out[1] for out in outputs if out[0] == "text")
+    calls = [call for out in outputs if out[0] == "calls" for call in out[1]]
+    assert (text.strip(), calls) == SCANNED[reply]
+
+
+async def test_one_recovered_call_is_named_in_the_singular() -> None:
+    request = ollm.ProviderRequest(
+        model="qwen", messages=(ollm.Message.user("Paris?"),), tools=(weather_schema(),)
+    )
+    provider = ScriptedProvider(Reply([CALL]))
+    events = [e async for e in RecoveringStrategy().stream(provider, request)]
+    [notice] = [e for e in events if isinstance(e, ollm.NoticeEvent)]
+    assert notice.message == (
+        "qwen wrote 1 tool call as text (a JSON object): running get_weather as a native call."
+    )
+
+
+async def test_without_tools_the_provider_stream_is_passed_on_untouched() -> None:
+    request = ollm.ProviderRequest(model="m", messages=(ollm.Message.user("hi"),))
+    provider = ScriptedProvider(Reply([CALL]))
+    events = [e async for e in RecoveringStrategy().stream(provider, request)]
+    assert provider.requests == [request]
+    assert [e.text for e in events if isinstance(e, ollm.TextEvent)] == [CALL]
+    assert not any(isinstance(e, ollm.ToolCallEvent) for e in events)
+
+
+class _EndsWithoutFinish:
+    """A provider whose stream stops after its text, with no finish event."""
+
+    name = "unfinished"
+
+    def __init__(self, *chunks: str) -> None:
+        self.chunks = chunks
+
+    async def chat_stream(self, request: ollm.ProviderRequest) -> AsyncIterator[ollm.ProviderEvent]:
+        for chunk in self.chunks:
+            yield ollm.TextEvent(chunk)
+
+
+@pytest.mark.parametrize(
+    ("chunks", "text", "calls"),
+    [
+        (['{"na'], '{"na', []),  # held as a possible call: shown when the stream ends
+        ([CALL[:10], CALL[10:]], "", ["get_weather"]),  # a call is only known at the end
+        (["<tool_call>", CALL, "</tool_call>", "\n"], "\n", ["get_weather"]),  # known at once
+    ],
+)
+async def test_a_stream_that_ends_without_a_finish_still_shows_what_was_held(
+    chunks: list[str], text: str, calls: list[str]
+) -> None:
+    request = ollm.ProviderRequest(
+        model="qwen", messages=(ollm.Message.user("Paris?"),), tools=(weather_schema(),)
+    )
+    provider = _EndsWithoutFinish(*chunks)
+    events = [e async for e in RecoveringStrategy().stream(provider, request)]  # type: ignore[arg-type]
+    assert "".join(e.text for e in events if isinstance(e, ollm.TextEvent)) == text
+    assert [e.call.name for e in events if isinstance(e, ollm.ToolCallEvent)] == calls
+    notices = [e.message for e in events if isinstance(e, ollm.NoticeEvent)]
+    assert len(notices) == len(calls)
+    assert all(message.startswith("qwen wrote 1 tool call as text") for message in notices)

@@ -394,9 +394,6 @@ class RecoveringStrategy:
 
     name = "recover"
 
-    def __init__(self) -> None:
-        self._made = 0
-
     def prepare(self, request: ProviderRequest) -> ProviderRequest:
         """The request as it is: the tools go to the provider natively."""
         return request
@@ -472,11 +469,12 @@ def _events(outputs: list[Output], model: str, numbers: Any) -> list[ProviderEve
             continue
         _, calls, kind = output
         names = ", ".join(name for name, _ in calls)
+        several = len(calls) > 1
         events.append(
             NoticeEvent(
-                f"{model} wrote {len(calls)} tool call{'s' if len(calls) > 1 else ''} as text "
-                f"({_FORMATS[kind]}): running {names} as native call"
-                f"{'s' if len(calls) > 1 else ''}.",
+                f"{model} wrote {len(calls)} tool call{'s' if several else ''} as text "
+                f"({_FORMATS[kind]}): running {names} as "
+                f"{'native calls' if several else 'a native call'}.",
                 "recovered",
             )
         )
