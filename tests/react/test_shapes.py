@@ -227,3 +227,199 @@ def test_a_blob_problem_keeps_the_reply_and_the_thought(
     assert parsed.text == text
     assert parsed.thought == "I need to search."
     assert parsed.detail
+
+
+def _tool(name: str) -> ollm.ToolSchema:
+    return ollm.ToolSchema(name=name, parameters={"type": "object", "properties": {}})
+
+
+# what a model writes after "Action:" -> the tool it means, or (problem, suggestion)
+TOOL_NAMES: list[tuple[str, str | tuple[str, str | None]]] = [
+    ("[search]", "search"),
+    ("<search>", "search"),
+    ("`search`.", "search"),
+    ("**search**:", "search"),
+    ('"search",', "search"),
+    ("[ `search` ]", "search"),
+    ("SEARCH", "search"),
+    ("GetWeather", "get_weather"),
+    ("get-weather", "get_weather"),
+    ("[]", ("missing_tool", None)),
+    ("<>", ("missing_tool", None)),
+    ("serch", ("unknown_tool", "search")),
+    ("seaxyz", ("unknown_tool", "search")),  # as close as a suggestion gets (0.5)
+    ("zzzzzz", ("unknown_tool", None)),
+]
+
+
+@pytest.mark.parametrize(("written", "meant"), TOOL_NAMES)
+def test_the_tool_a_written_name_means(written: str, meant: str | tuple[str, str | None]) -> None:
+    tools = (_tool("search"), _tool("get_weather"))
+    parsed = parse_reply(f"Thought: t\nAction: {written}\nAction Input: {{}}", tools)
+    if isinstance(meant, str):
+        assert parsed == ParsedAction(meant, {}, "t")
+    else:
+        assert isinstance(parsed, FormatProblem)
+        assert (parsed.kind, parsed.suggestion) == meant
+
+
+def test_names_that_differ_only_in_case_are_told_apart_or_suggested() -> None:
+    tools = (_tool("Search"), _tool("search"))
+    assert parse_reply("Action: Search\nAction Input: {}", tools) == ParsedAction("Search", {}, "")
+    assert parse_reply("Action: search\nAction Input: {}", tools) == ParsedAction("search", {}, "")
+    ambiguous = parse_reply("Action: SEARCH\nAction Input: {}", tools)
+    assert isinstance(ambiguous, FormatProblem)
+    assert (ambiguous.kind, ambiguous.suggestion) == ("unknown_tool", "Search")
+
+
+def test_case_is_forgiven_before_punctuation() -> None:
+    tools = (_tool("get_weather"), _tool("get-weather"))
+    assert parse_reply("Action: GET_WEATHER\nAction Input: {}", tools) == ParsedAction(
+        "get_weather", {}, ""
+    )
+    ambiguous = parse_reply("Action: GetWeather\nAction Input: {}", tools)
+    assert isinstance(ambiguous, FormatProblem)
+    assert (ambiguous.kind, ambiguous.suggestion) == ("unknown_tool", "get_weather")
+
+
+def _needs_q(name: str) -> ollm.ToolSchema:
+    return ollm.ToolSchema(
+        name=name,
+        parameters={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+    )
+
+
+_LONG = "y" * 120
+# Each problem in full: its words, the text, the thought, the tool and the suggestion all
+# go into the correction the model reads.
+PROBLEMS: list[tuple[str, FormatProblem]] = [
+    (
+        "Thought: t\nAction:\nAction Input: {}",
+        FormatProblem(
+            kind="missing_tool",
+            detail="the Action line had no tool name",
+            text="Thought: t\nAction:\nAction Input: {}",
+            thought="t",
+            tool=None,
+            suggestion=None,
+        ),
+    ),
+    (
+        "Thought: t\nAction: search",
+        FormatProblem(
+            kind="missing_input",
+            detail="the Action had no Action Input line after it",
+            text="Thought: t\nAction: search",
+            thought="t",
+            tool="search",
+            suggestion=None,
+        ),
+    ),
+    (
+        'Thought: t\nAction: search\nAction Input: {"x": 1}',
+        FormatProblem(
+            kind="bad_input",
+            detail=(
+                "Action Input does not fit the arguments of search: "
+                "Object missing required field `q` - at `$`"
+            ),
+            text='Thought: t\nAction: search\nAction Input: {"x": 1}',
+            thought="t",
+            tool="search",
+            suggestion=None,
+        ),
+    ),
+    (
+        "Thought: t\nAction: search(q=)",
+        FormatProblem(
+            kind="bad_input",
+            detail="the call's arguments are not valid: write them as one JSON object",
+            text="Thought: t\nAction: search(q=)",
+            thought="t",
+            tool="search",
+            suggestion=None,
+        ),
+    ),
+    (
+        "Thought: t\nAction: look it up\nAction Input: {}",
+        FormatProblem(
+            kind="unknown_tool",
+            detail="there is no tool named 'look it up'",
+            text="Thought: t\nAction: look it up\nAction Input: {}",
+            thought="t",
+            tool="look it up",
+            suggestion=None,
+        ),
+    ),
+    (
+        'Thought: t\nAction: GetWeather\nAction Input: {"q": "a"}',
+        FormatProblem(
+            kind="unknown_tool",
+            detail="the tool name 'GetWeather' could mean get_weather or get-weather",
+            text='Thought: t\nAction: GetWeather\nAction Input: {"q": "a"}',
+            thought="t",
+            tool="GetWeather",
+            suggestion="get_weather",
+        ),
+    ),
+    (
+        'Thought: t\nAction Input: {"q": "a"}',
+        FormatProblem(
+            kind="input_before_action",
+            detail="the reply had an Action Input but no Action line before it",
+            text='Thought: t\nAction Input: {"q": "a"}',
+            thought="t",
+            tool=None,
+            suggestion=None,
+        ),
+    ),
+    (
+        "Thought: only thinking",
+        FormatProblem(
+            kind="thought_only",
+            detail="the reply had a Thought but no Action and no Final Answer",
+            text="Thought: only thinking",
+            thought="only thinking",
+            tool=None,
+            suggestion=None,
+        ),
+    ),
+    (
+        '{"action": "search"}',
+        FormatProblem(
+            kind="bad_input",
+            detail='Action Input is missing: search needs a JSON object with "q"',
+            text='{"action": "search"}',
+            thought="",
+            tool="search",
+            suggestion=None,
+        ),
+    ),
+    (
+        '{"action": "Final Answer"}',
+        FormatProblem(
+            kind="empty_answer",
+            detail="the Final Answer was empty",
+            text='{"action": "Final Answer"}',
+            thought="",
+            tool=None,
+            suggestion=None,
+        ),
+    ),
+    (
+        f"Thought: t\nAction: {_LONG}\nAction Input: {{}}",
+        FormatProblem(
+            kind="unknown_tool",
+            detail=f"there is no tool named {_LONG[:100] + '...'!r}",
+            text=f"Thought: t\nAction: {_LONG}\nAction Input: {{}}",
+            thought="t",
+            tool=_LONG[:100] + "...",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("reply", "problem"), PROBLEMS)
+def test_each_problem_in_full(reply: str, problem: FormatProblem) -> None:
+    tools = (_needs_q("search"), _needs_q("get_weather"), _needs_q("get-weather"))
+    assert parse_reply(reply, tools) == problem
