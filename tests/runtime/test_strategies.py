@@ -208,6 +208,8 @@ async def test_at_the_turn_limit_a_strategy_may_ask_for_a_last_answer(anyio_back
     assert provider.requests[2].messages[-1].text == "Give your final answer now."
     results = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
     assert [r.error_code for r in results] == [None, None, "TOOL_LIMIT"]
+    assert results[2].result == "Tool 'lookup' was not run: the chat reached its limit of 2 turns."
+    assert results[2].is_error
     assert_one_finish_last(events, "max_turns")
     assert_history_valid(chat_client.conversation)
 
@@ -237,3 +239,77 @@ async def test_the_tokens_counted_are_those_of_the_request_as_sent(anyio_backend
     assert counted[0].system_prompt == "x" * 4000
     assert [e.code for e in events if isinstance(e, ollm.ErrorEvent)] == ["TOKEN_LIMIT"]
     assert provider.requests == []
+
+
+class Judges(TextTools):
+    """Reviews that refuse a reply's calls, or find a call in its text."""
+
+    def review(self, reply: ollm.Message) -> ollm.ReplyReview | None:
+        if reply.text == "garbled":
+            return ollm.ReplyReview(feedback="Observation: use the format.")
+        if reply.text == "give up":
+            return ollm.ReplyReview(error=ollm.ErrorEvent("too many bad replies", "FORMAT_ERROR"))
+        if reply.text == "use lookup on y":
+            found = ollm.ToolCall("r1", "lookup", {"q": "y"})
+            return ollm.ReplyReview(message=ollm.Message.assistant("", tool_calls=(found,)))
+        return None
+
+
+CALL = ollm.ToolCall("t1", "lookup", {"q": "x"})
+NOT_IN_FORMAT = "Tool 'lookup' was not run: the reply was not in the expected format."
+
+
+async def test_calls_of_a_reply_sent_back_for_its_format_are_refused_in_words(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider(Reply("garbled", tool_calls=[CALL]), "fine")
+    chat_client = ollm.ChatClient(
+        _registries(provider, Judges), tools=[lookup], tool_strategy="react"
+    )
+    events = await collect(chat_client.chat("q"))
+    results = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert [(r.call, r.result, r.is_error, r.error_code) for r in results] == [
+        (CALL, NOT_IN_FORMAT, True, "FORMAT_ERROR")
+    ]
+    assert [m.text for m in chat_client.conversation.messages] == [
+        "q",
+        "garbled",
+        NOT_IN_FORMAT,
+        "Observation: use the format.",
+        "fine",
+    ]
+    assert_one_finish_last(events, "stop")
+
+
+async def test_calls_of_a_reply_that_ends_the_chat_are_refused_in_words(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider(Reply("give up", tool_calls=[CALL]))
+    chat_client = ollm.ChatClient(
+        _registries(provider, Judges), tools=[lookup], tool_strategy="react"
+    )
+    events = await collect(chat_client.chat("q"))
+    results = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert [(r.result, r.error_code) for r in results] == [(NOT_IN_FORMAT, "FORMAT_ERROR")]
+    assert [e.message for e in events if isinstance(e, ollm.ErrorEvent)] == ["too many bad replies"]
+    assert_one_finish_last(events, "error")
+    assert_history_valid(chat_client.conversation)
+
+
+async def test_a_call_found_by_the_review_is_announced_then_run(anyio_backend: str) -> None:
+    provider = ScriptedProvider("use lookup on y", "done")
+    chat_client = ollm.ChatClient(
+        _registries(provider, Judges), tools=[lookup], tool_strategy="react"
+    )
+    events = await collect(chat_client.chat("q"))
+    found = ollm.ToolCall("r1", "lookup", {"q": "y"})
+    calls = [
+        e for e in events if isinstance(e, (ollm.ToolCallStartEvent, ollm.ToolCallResultEvent))
+    ]
+    assert [(type(e).__name__, e.call, e.turn) for e in calls] == [
+        ("ToolCallStartEvent", found, 1),
+        ("ToolCallResultEvent", found, 1),
+    ]
+    assert [r.result for r in calls if isinstance(r, ollm.ToolCallResultEvent)] == ["found y"]
+    turns = [e for e in events if isinstance(e, ollm.TurnCompleteEvent)]
+    assert [(t.turn, t.tool_calls) for t in turns] == [(1, 1), (2, 0)]

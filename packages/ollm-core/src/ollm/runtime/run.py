@@ -387,7 +387,7 @@ class ChatRun:
                         call, review.results[call.id], ErrorCode.TOOL_FAILED
                     )
             if review.error is not None or review.feedback is not None:
-                why = "the reply was not in the expected format"
+                why = "the reply was not in the expected format."
                 for call in calls:
                     preset[call.id] = refused_outcome(call, why, ErrorCode.FORMAT_ERROR)
         if wrap_up:
