@@ -39,6 +39,9 @@ SCOPES: dict[str, tuple[list[str], list[str]]] = {
 IN_ANOTHER_PROCESS = "not ollm_chat and not ollm_plugins and not 1024"
 # SyncChatClient at exit; the examples installed and run by their own pytest.
 WHOLE_PROGRAMS = ["--ignore=tests/runtime/test_sync_client.py", "--ignore=tests/examples"]
+# Tests of the repository's documents (docs/, the READMEs), which the stage does not copy.
+DOCUMENTS = ["--ignore=tests/test_docs.py"]
+DOCUMENT_TESTS = "not readme_examples_run"
 # mutmut wraps every async generator it mutates in one of its own, which keeps the inner
 # generator alive after the caller drops it: tests of what happens the moment a stream is
 # let go (`break`, garbage collection) cannot pass under it, mutant or not.
@@ -49,8 +52,9 @@ PYTEST_ARGS = [
     "-q",
     "-x",
     *WHOLE_PROGRAMS,
+    *DOCUMENTS,
     "-k",
-    f"{IN_ANOTHER_PROCESS} and {LET_GO}",
+    f"{IN_ANOTHER_PROCESS} and {LET_GO} and {DOCUMENT_TESTS}",
 ]
 
 

@@ -157,6 +157,7 @@ async def test_arguments_nested_too_deep_go_back_to_the_model_in_full_words() ->
         )
     ]
     assert results[0].call.args == {}
+    assert results[0].call.id == "a"  # the id stays: only the arguments are dropped
 
 
 async def test_cancelling_a_reply_with_calls_answers_them_and_keeps_the_usage_so_far() -> None:

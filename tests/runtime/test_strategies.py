@@ -73,7 +73,10 @@ async def test_without_react_a_model_lacking_tools_fails_with_the_install_hint(
     events = await collect(ollm.ChatClient(registries, model="tiny", tools=[lookup]).chat("q"))
     error = next(e for e in events if isinstance(e, ollm.ErrorEvent))
     assert error.code == "TOOLS_UNSUPPORTED"
-    assert "pip install ollm-react" in error.message
+    assert error.message == (
+        "tiny cannot call tools natively. To use tools with it, install ReAct support "
+        "(pip install ollm-react), or chat without tools."
+    )
     assert provider.requests == []
 
 

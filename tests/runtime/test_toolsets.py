@@ -108,13 +108,18 @@ async def test_globs_pick_among_the_clients_toolsets_and_open_only_those_they_ca
 
 
 async def test_a_pattern_that_matches_nothing_names_what_there_is(anyio_backend: str) -> None:
-    notes = Notes()
+    async def read(page: str) -> str:
+        """Read a page."""
+        return page
+
+    notes = Notes(tools=[ollm.Tool.from_function(read), ollm.Tool.from_function(_noop)])
     provider = ScriptedProvider("never")
     async with client(provider, toolsets=[notes], tools=["note_*", "notes_serch"]) as chat_client:
         events = await collect(chat_client.chat("hi"))
     [error] = [e for e in events if isinstance(e, ollm.ErrorEvent)]
     assert error.code == "TOOL_NOT_FOUND"
-    assert error.message == "No tool matches 'note_*'. Available tools: notes_search."
+    assert error.message == "No tool matches 'note_*'. Available tools: notes_read, notes__noop."
+    notes = Notes()
     assert not provider.requests
     events = await collect(client(provider, toolsets=[notes], tools=["notes_serch"]).chat("x"))
     [error] = [e for e in events if isinstance(e, ollm.ErrorEvent)]
@@ -151,6 +156,20 @@ async def test_a_toolset_given_to_one_chat_is_closed_when_that_chat_ends(
     assert_history_valid(chat_client.conversation)
 
 
+async def test_closing_the_client_in_a_cancelled_scope_still_waits_for_its_toolsets(
+    anyio_backend: str,
+) -> None:
+    notes = Notes()
+    chat_client = client(ScriptedProvider("ok"), toolsets=[notes], tools=["notes_*"])
+    await collect(chat_client.chat("hi"))
+    assert notes.is_open
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await chat_client.aclose()
+    # Stopped before aclose() returned, not left to stop some time later.
+    assert notes.log == ["open", "closed"]
+
+
 async def test_a_toolset_that_fails_to_open_ends_the_chat_with_its_error(
     anyio_backend: str,
 ) -> None:
@@ -166,7 +185,10 @@ async def test_a_toolset_that_fails_to_open_ends_the_chat_with_its_error(
     events = await collect(chat_client.chat("hi"))
     [error] = [e for e in events if isinstance(e, ollm.ErrorEvent)]
     assert error.code == "TOOLSET_FAILED"
-    assert error.message.startswith("Toolset 'crash' failed to start: RuntimeError: no database.")
+    assert error.message == (
+        "Toolset 'crash' failed to start: RuntimeError: no database. Check its configuration; "
+        "`ollm tools` shows what each toolset offers."
+    )
     assert crashing.log == ["open", "closed"]
     assert not provider.requests
     assert [m.text for m in chat_client.conversation.messages] == ["hi"]

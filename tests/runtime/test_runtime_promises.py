@@ -1,0 +1,148 @@
+"""Promises of the runtime that the whole-suite mutation run of ``ollm.runtime`` found
+unchecked (tests/MUTATION.md): which of two tools with one name is offered, images for a
+provider that cannot say what its model sees, the advice on a refusal of tools, and
+where arguments that cannot be used are cut short in the words the model reads."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+from runtime_helpers import assert_history_valid, assert_one_finish_last, client, collect
+
+import ollm
+from ollm_testutils import Reply, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+PIXEL = ollm.ImagePart(b"\x89PNG\r\n\x1a\nfake", "image/png")
+
+
+@ollm.tool
+def lookup(query: str) -> str:
+    """Look something up."""
+    return f"first: {query}"
+
+
+def _other_lookup(query: str) -> str:
+    """Look something up elsewhere."""
+    return f"second: {query}"
+
+
+@ollm.tool
+def picture() -> ollm.ToolResult:
+    """Show a picture."""
+    return ollm.ToolResult("a picture", images=(PIXEL,))
+
+
+async def test_of_two_tools_with_one_name_the_first_is_offered_and_the_clash_is_logged(
+    anyio_backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    second = ollm.Tool.from_function(_other_lookup).renamed("lookup", pack="extras")
+    call = ollm.ToolCall("a", "lookup", {"query": "x"})
+    provider = ScriptedProvider(Reply(tool_calls=[call]), "done")
+    with caplog.at_level(logging.WARNING, logger="ollm.runtime.toolsets"):
+        # The same tool twice is one tool, not a clash.
+        events = await collect(client(provider, tools=[lookup, second, lookup]).chat("go"))
+    assert [tool.name for tool in provider.requests[0].tools] == ["lookup"]
+    [result] = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert result.result == "first: x"
+    assert [r.getMessage() for r in caplog.records] == [
+        "two tools are named 'lookup' (from the application and extras): the first is offered"
+    ]
+
+    caplog.clear()
+    provider = ScriptedProvider(Reply(tool_calls=[call]), "done")
+    with caplog.at_level(logging.WARNING, logger="ollm.runtime.toolsets"):
+        events = await collect(client(provider, tools=[second, lookup]).chat("go"))
+    [result] = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert result.result == "second: x"
+    assert [r.getMessage() for r in caplog.records] == [
+        "two tools are named 'lookup' (from extras and the application): the first is offered"
+    ]
+
+
+class _Bare:
+    """A provider that only streams: it cannot say what a model sees."""
+
+    name = "bare"
+    default_model = "bare-model"
+    handles_abort = True
+
+    def __init__(self, *replies: Reply | str) -> None:
+        self.inner = ScriptedProvider(*replies)
+
+    def chat_stream(self, request: ollm.ProviderRequest) -> AsyncIterator[ollm.ProviderEvent]:
+        return self.inner.chat_stream(request)
+
+
+async def test_a_tools_images_reach_a_provider_that_cannot_say_what_its_model_sees(
+    anyio_backend: str,
+) -> None:
+    provider = _Bare(Reply(tool_calls=[ollm.ToolCall("a", "picture", {})]), "a red dot")
+    chat_client = client(provider, tools=[picture])  # type: ignore[arg-type]
+    events = await collect(chat_client.chat("go"))
+    assert_one_finish_last(events, "stop")
+    [result] = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    # A ToolResult that is not an error has no error code.
+    assert (result.result, result.is_error, result.error_code) == ("a picture", False, None)
+    assert result.images == (PIXEL,)
+    [tool_message] = [m for m in provider.inner.requests[1].messages if m.role == "tool"]
+    assert tool_message.images == (PIXEL,)
+    assert_history_valid(chat_client.conversation)
+
+
+class _SeeingModels(ScriptedProvider):
+    """Only the model named ``llava`` sees images."""
+
+    async def model_capabilities(self, model: str) -> ollm.ModelCapabilities:
+        return ollm.ModelCapabilities(vision=model == "llava")
+
+
+@pytest.mark.parametrize(
+    ("model", "sent"),
+    [
+        ("llava", (PIXEL,)),
+        ("tiny", ()),
+    ],
+)
+async def test_whether_images_go_to_the_model_is_asked_of_the_chats_own_model(
+    anyio_backend: str, model: str, sent: tuple[ollm.ImagePart, ...]
+) -> None:
+    provider = _SeeingModels(Reply(tool_calls=[ollm.ToolCall("a", "picture", {})]), "seen")
+    await collect(client(provider, tools=[picture], model=model).chat("go"))
+    [tool_message] = [m for m in provider.requests[1].messages if m.role == "tool"]
+    assert tool_message.images == sent
+
+
+async def test_with_react_installed_a_forced_native_refusal_is_not_told_to_install_it(
+    anyio_backend: str,
+) -> None:
+    refusal = ollm.ErrorEvent("tiny does not support tools", "TOOLS_UNSUPPORTED")
+    provider = ScriptedProvider(Reply(error=refusal))
+    registries = ollm.Registries()
+    registries.providers.register(provider)
+    registries.strategies.register(ollm.StrategySpec("react", ollm.NativeStrategy))
+    chat_client = ollm.ChatClient(registries, model="tiny", tools=[lookup], tool_strategy="native")
+    events = await collect(chat_client.chat("q"))
+    [error] = [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert (error.message, error.code) == ("tiny does not support tools", "TOOLS_UNSUPPORTED")
+    assert len(provider.requests) == 1  # forced native: no switch to ReAct
+
+
+@pytest.mark.parametrize(
+    ("length", "shown"),
+    [(200, "x" * 200), (201, "x" * 200 + "...")],
+)
+async def test_arguments_that_cannot_be_used_are_quoted_up_to_200_characters(
+    anyio_backend: str, length: int, shown: str
+) -> None:
+    bad = ollm.ToolCall("a", "lookup", invalid_args="x" * length)
+    provider = ScriptedProvider(Reply(tool_calls=[bad]), "Sorry.")
+    events = await collect(client(provider, tools=[lookup]).chat("go"))
+    [result] = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert result.result == (
+        "Tool 'lookup' was not run: its arguments are not a JSON object (or are nested too "
+        f"deeply): {shown!r}. Call it again with the arguments as one flat JSON object."
+    )
