@@ -146,3 +146,39 @@ async def test_arguments_that_cannot_be_used_are_quoted_up_to_200_characters(
         "Tool 'lookup' was not run: its arguments are not a JSON object (or are nested too "
         f"deeply): {shown!r}. Call it again with the arguments as one flat JSON object."
     )
+
+
+class _SeesAll(ScriptedProvider):
+    async def model_capabilities(self, model: str) -> ollm.ModelCapabilities:
+        return ollm.ModelCapabilities(vision=True)
+
+
+class _SeesNothing(ScriptedProvider):
+    async def model_capabilities(self, model: str) -> ollm.ModelCapabilities:
+        return ollm.ModelCapabilities(vision=False)
+
+
+async def test_what_a_model_sees_is_remembered_per_provider_and_model(anyio_backend: str) -> None:
+    def script() -> list[Reply | str]:
+        return [Reply(tool_calls=[ollm.ToolCall("a", "picture", {})]), "seen"] * 2
+
+    models = _SeeingModels(*script())
+    seeing = _SeesAll(*script(), name="seeing")
+    blind = _SeesNothing(*script(), name="blind")
+    registries = ollm.Registries()
+    for provider in (models, seeing, blind):
+        registries.providers.register(provider)
+    chat_client = ollm.ChatClient(registries, provider=models, tools=[picture])
+
+    def sent(provider: ScriptedProvider) -> tuple[ollm.ImagePart, ...]:
+        *_, last = [m for m in provider.requests[-1].messages if m.role == "tool"]
+        return last.images
+
+    await collect(chat_client.chat("go", model="llava"))
+    assert sent(models) == (PIXEL,)
+    await collect(chat_client.chat("go", model="tiny"))  # same provider, another model
+    assert sent(models) == ()
+    await collect(chat_client.chat("go", provider="seeing", model="m"))
+    assert sent(seeing) == (PIXEL,)
+    await collect(chat_client.chat("go", provider="blind", model="m"))  # same model name
+    assert sent(blind) == ()
