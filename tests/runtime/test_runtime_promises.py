@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 
+import anyio
 import pytest
 from runtime_helpers import assert_history_valid, assert_one_finish_last, client, collect
 
@@ -182,3 +183,38 @@ async def test_what_a_model_sees_is_remembered_per_provider_and_model(anyio_back
     assert sent(seeing) == (PIXEL,)
     await collect(chat_client.chat("go", provider="blind", model="m"))  # same model name
     assert sent(blind) == ()
+
+
+async def test_a_chat_cancelled_from_outside_while_its_tool_runs_keeps_the_call_in_history(
+    anyio_backend: str,
+) -> None:
+    scope = anyio.CancelScope()
+
+    @ollm.tool
+    async def slow() -> str:
+        """Take a long time."""
+        scope.cancel()  # as a timeout around the chat would, while the tool runs
+        await anyio.sleep_forever()
+        return "never"
+
+    call = ollm.ToolCall("a", "slow", {})
+    provider = ScriptedProvider(Reply("Let me look.", tool_calls=[call]), "the answer")
+    chat_client = client(provider, tools=[slow])
+    seen: list[ollm.ChatEvent] = []
+    with scope:
+        async with chat_client.chat("go") as stream:
+            async for event in stream:
+                seen.append(event)
+    assert scope.cancelled_caught
+    assert not any(isinstance(e, ollm.ToolCallResultEvent) for e in seen)
+    messages = chat_client.conversation.messages
+    assert [(m.role, m.text) for m in messages] == [
+        ("user", "go"),
+        ("assistant", "Let me look."),
+        ("tool", "Tool 'slow' did not run to its end: the chat was cancelled."),
+    ]
+    assert messages[1].tool_calls == (call,)
+    assert messages[1].incomplete
+    assert_history_valid(chat_client.conversation)
+    # The conversation is free at once, and the next chat goes on from there.
+    assert (await chat_client.run("and?")).text == "the answer"

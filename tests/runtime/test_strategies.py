@@ -316,3 +316,94 @@ async def test_a_call_found_by_the_review_is_announced_then_run(anyio_backend: s
     assert [r.result for r in calls if isinstance(r, ollm.ToolCallResultEvent)] == ["found y"]
     turns = [e for e in events if isinstance(e, ollm.TurnCompleteEvent)]
     assert [(t.turn, t.tool_calls) for t in turns] == [(1, 1), (2, 0)]
+
+
+U1 = ollm.Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12)
+U2 = ollm.Usage(prompt_tokens=20, completion_tokens=3, total_tokens=23)
+
+
+class JudgesAndWrapsUp(Judges, WrapsUp):
+    """Reviews replies, and asks for a last answer at the turn limit."""
+
+
+async def test_a_malformed_last_answer_ends_the_chat_at_the_turn_limit(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider(Reply("CALL lookup", usage=U1), Reply("garbled", usage=U2), "never")
+    chat_client = ollm.ChatClient(
+        _registries(provider, JudgesAndWrapsUp), tools=[lookup], tool_strategy="react", max_turns=1
+    )
+    events = await collect(chat_client.chat("q"))
+    assert len(provider.requests) == 2  # the last answer, and no turn after it
+    assert events[-1] == ollm.FinishEvent("max_turns", U1 + U2)
+    assert chat_client.conversation.messages[-1] == ollm.Message.user(
+        "Observation: use the format."
+    )
+    assert_history_valid(chat_client.conversation)
+
+
+async def test_a_last_answer_at_the_turn_limit_finishes_with_the_chats_usage(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider(Reply("CALL lookup", usage=U1), Reply("the answer", usage=U2))
+    chat_client = ollm.ChatClient(
+        _registries(provider, WrapsUp), tools=[lookup], tool_strategy="react", max_turns=1
+    )
+    events = await collect(chat_client.chat("q"))
+    assert events[-1] == ollm.FinishEvent("max_turns", U1 + U2)
+    assert chat_client.conversation.messages[-1].text == "the answer"
+
+
+async def test_a_reply_that_ends_the_chat_finishes_it_with_the_usage_so_far(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider(Reply("CALL lookup", usage=U1), Reply("give up", usage=U2))
+    chat_client = ollm.ChatClient(
+        _registries(provider, Judges), tools=[lookup], tool_strategy="react"
+    )
+    events = await collect(chat_client.chat("q"))
+    assert events[-1] == ollm.FinishEvent("error", U1 + U2)
+
+
+class Refuses(TextTools):
+    """A review that answers a call itself instead of letting it run."""
+
+    def review(self, reply: ollm.Message) -> ollm.ReplyReview | None:
+        if reply.tool_calls:
+            return ollm.ReplyReview(results={"t1": "You called lookup three times already."})
+        return None
+
+
+async def test_a_call_the_review_answers_is_a_failed_result_with_the_reviews_words(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider("CALL lookup", "done")
+    chat_client = ollm.ChatClient(
+        _registries(provider, Refuses), tools=[lookup], tool_strategy="react"
+    )
+    events = await collect(chat_client.chat("q"))
+    [result] = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert (result.result, result.is_error, result.error_code) == (
+        "Tool 'lookup' was not run: You called lookup three times already.",
+        True,
+        "TOOL_FAILED",
+    )
+    assert_one_finish_last(events, "stop")
+
+
+async def test_the_turn_retried_after_a_switch_to_react_is_still_the_first(
+    anyio_backend: str,
+) -> None:
+    refusal = ollm.ErrorEvent("tiny does not support tools", "TOOLS_UNSUPPORTED")
+    provider = ScriptedProvider(Reply(error=refusal), "CALL lookup", "done")
+    chat_client = ollm.ChatClient(
+        _registries(provider, WrapsUp), model="tiny", tools=[lookup], max_turns=1
+    )
+    events = await collect(chat_client.chat("q"))
+    # The refused request does not count: the one turn allowed runs the tool.
+    [start] = [e for e in events if isinstance(e, ollm.ToolCallStartEvent)]
+    assert start.turn == 1
+    [result] = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert (result.result, result.turn) == ("found x", 1)
+    assert [e.turn for e in events if isinstance(e, ollm.TurnCompleteEvent)] == [1, 2]
+    assert chat_client.conversation.messages[-1].text == "done"
