@@ -218,3 +218,31 @@ async def test_a_chat_cancelled_from_outside_while_its_tool_runs_keeps_the_call_
     assert_history_valid(chat_client.conversation)
     # The conversation is free at once, and the next chat goes on from there.
     assert (await chat_client.run("and?")).text == "the answer"
+
+
+async def test_the_chats_settings_reach_the_providers_request(anyio_backend: str) -> None:
+    provider = ScriptedProvider("{}", "{}", "{}")
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    chat_client = client(
+        provider,
+        tools=[lookup],
+        tool_choice="required",
+        response_format=schema,
+        think="high",
+        system="Be brief.",
+        context_window=8192,
+    )
+    await collect(chat_client.chat("q"))
+    request = provider.requests[0]
+    assert (request.tool_choice, request.response_format, request.think) == (
+        "required",
+        schema,
+        "high",
+    )
+    assert (request.system_prompt, request.options.context_window) == ("Be brief.", 8192)
+    # Without tools there is no choice to make.
+    await collect(chat_client.chat("q", tools=[]))
+    assert provider.requests[1].tool_choice == "auto"
+    # A context window given in the options wins over the chat's.
+    await collect(chat_client.chat("q", options=ollm.GenerationOptions(context_window=2048)))
+    assert provider.requests[2].options.context_window == 2048
