@@ -13,11 +13,14 @@ distribution and every surviving mutant (`mutmut show NAME` in the stage shows i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,11 +87,59 @@ def stage(name: str, modules: list[str], tests: list[str]) -> Path:
     return where
 
 
+# mutmut's time limit counts CPU seconds, so a mutant whose tests wait for ever (an abort
+# that no longer reaches the provider) is never stopped. A mutant's process that has run
+# this long while mostly idle is sent the signal of that limit: mutmut counts a timeout.
+HUNG_AFTER = 180.0  # seconds of wall-clock time
+HUNG_BELOW = 0.15  # share of one CPU used
+
+
+def _hung_mutants(ticks: float, uptime: float) -> list[tuple[int, str]]:
+    """(pid, mutant) of mutmut's mutant processes that look hung (Linux: /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes().split(b"\0")[0].decode()
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if not title.startswith("mutmut: "):
+            continue
+        # After the ")" of the name: utime, stime are fields 12, 13; starttime is 20.
+        cpu = (int(fields[11]) + int(fields[12])) / ticks
+        elapsed = uptime - int(fields[19]) / ticks
+        if elapsed > HUNG_AFTER and cpu < HUNG_BELOW * elapsed:
+            found.append((int(entry.name), title.removeprefix("mutmut: ")))
+    return found
+
+
+def _watch_hangs(done: threading.Event) -> None:
+    if not Path("/proc/uptime").exists():
+        return  # not Linux: mutmut's own limit only
+    ticks = float(os.sysconf("SC_CLK_TCK"))
+    while not done.wait(10.0):
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        for pid, mutant in _hung_mutants(ticks, uptime):
+            print(f"\nmutate: {mutant} hung (its tests wait for ever): a timeout", flush=True)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGXCPU)
+
+
 def run(name: str, modules: list[str], tests: list[str]) -> tuple[int, int, list[str]]:
     where = stage(name, modules, tests)
     env = {**os.environ, "HYPOTHESIS_PROFILE": "ci"}
     mutmut = str(Path(sys.executable).with_name("mutmut"))
-    subprocess.run([mutmut, "run", "--max-children", str(os.cpu_count() or 2)], cwd=where, env=env)
+    done = threading.Event()
+    watcher = threading.Thread(target=_watch_hangs, args=(done,), daemon=True)
+    watcher.start()
+    try:
+        subprocess.run(
+            [mutmut, "run", "--max-children", str(os.cpu_count() or 2)], cwd=where, env=env
+        )
+    finally:
+        done.set()
     listing = subprocess.run(
         [mutmut, "results", "--all", "true"], cwd=where, env=env, capture_output=True, text=True
     ).stdout
