@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from runtime_helpers import assert_history_valid, client, settle
+from runtime_helpers import assert_history_valid, client, collect, settle
 
 import ollm
 from ollm.types.depth import MAX_JSON_DEPTH
@@ -220,3 +220,45 @@ async def test_a_tool_that_aborts_the_chat_finishes_it_as_cancelled_with_its_usa
     assert isinstance(events[-1], ollm.FinishEvent)
     assert events[-1] == ollm.FinishEvent("cancelled", U1)
     assert not any(isinstance(e, ollm.TurnCompleteEvent) for e in events)
+
+
+async def test_a_second_turn_over_the_budget_is_not_sent_and_the_chat_ends_with_its_usage() -> None:
+    def counter(request: ollm.ProviderRequest) -> int:
+        return 100 if len(request.messages) == 1 else 1200  # the tool result is long
+
+    call = ollm.ToolCall("a", "double", {"x": 4})
+    provider = ScriptedProvider(
+        Reply(tool_calls=[call], finish="tool_calls", usage=U1), "never", token_counter=counter
+    )
+    chat_client = client(provider, tools=[double], context_window=1000, model="tiny")
+    events = await collect(chat_client.chat("go"))
+    assert len(provider.requests) == 1
+    assert events[-2:] == [
+        ollm.ErrorEvent(
+            "The request needs about 1200 tokens, but tiny allows 1000. Nothing was sent. Start "
+            "a new conversation, shorten the prompt, or raise the context window "
+            "(context_window=...).",
+            "TOKEN_LIMIT",
+        ),
+        ollm.FinishEvent("token_limit", U1),
+    ]
+    assert_history_valid(chat_client.conversation)
+
+
+async def test_an_abort_while_the_next_request_is_counted_sends_nothing_more() -> None:
+    def counter(request: ollm.ProviderRequest) -> int:
+        if len(request.messages) > 1:
+            stream.abort()  # the user stops the chat while its tokens are counted
+        return 10
+
+    call = ollm.ToolCall("a", "double", {"x": 4})
+    provider = ScriptedProvider(
+        Reply(tool_calls=[call], finish="tool_calls", usage=U1), "never", token_counter=counter
+    )
+    chat_client = client(provider, tools=[double])
+    stream = chat_client.chat("go")
+    events = await collect(stream)
+    assert len(provider.requests) == 1
+    assert events[-1] == ollm.FinishEvent("cancelled", U1)
+    assert not [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert_history_valid(chat_client.conversation)

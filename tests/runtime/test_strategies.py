@@ -407,3 +407,15 @@ async def test_the_turn_retried_after_a_switch_to_react_is_still_the_first(
     assert (result.result, result.turn) == ("found x", 1)
     assert [e.turn for e in events if isinstance(e, ollm.TurnCompleteEvent)] == [1, 2]
     assert chat_client.conversation.messages[-1].text == "done"
+
+
+async def test_a_refusal_of_tools_is_remembered_for_that_model_only(anyio_backend: str) -> None:
+    refusal = ollm.ErrorEvent("tiny does not support tools", "TOOLS_UNSUPPORTED")
+    provider = ScriptedProvider(Reply(error=refusal), "fine", "big answer", "tiny again")
+    chat_client = ollm.ChatClient(_registries(provider), model="tiny", tools=[lookup])
+    await collect(chat_client.chat("q"))
+    assert [bool(r.tools) for r in provider.requests] == [True, False]
+    await collect(chat_client.chat("q", model="big"))  # another model: native again
+    assert provider.requests[-1].tools
+    await collect(chat_client.chat("q"))
+    assert provider.requests[-1].tools == ()
