@@ -236,3 +236,8 @@ async def test_a_count_of_one_is_a_count_and_counters_see_the_request() -> None:
     )
     one = ScriptedProvider(Reply("ok"), token_counter=lambda request: 1)
     assert await count_request_tokens(request, one, registries.token_counters) == 1
+    counts_one = ollm.Registries()
+    counts_one.token_counters.register(ollm.TokenCounterSpec("m*", lambda request: 1))
+    plain = ScriptedProvider(Reply("ok"))
+    long = ollm.ProviderRequest("model", (ollm.Message.user("x" * 400),))  # estimated: ~100
+    assert await count_request_tokens(long, plain, counts_one.token_counters) == 1
