@@ -8,6 +8,7 @@ and the provider's stream is closed soon after.
 from __future__ import annotations
 
 import gc
+import sys
 
 import pytest
 from runtime_helpers import assert_history_valid, client, settle
@@ -43,6 +44,23 @@ async def test_break_then_chat_again_at_once() -> None:
     ]
     assert_history_valid(chat_client.conversation)
     await settle(lambda: scripted.open_streams == 0)  # the loop closes the left generator
+
+
+async def test_break_then_chat_again_works_every_time_in_one_event_loop() -> None:
+    """Each chat borrows the loop's async-generator hooks; they must be given back whole."""
+    scripted = ScriptedProvider(*[Reply(["par", "tial", " rest"], delay=0.01)] * 3)
+    chat_client = client(scripted)
+    hooks = sys.get_asyncgen_hooks()
+    for number in range(3):
+        async for event in chat_client.chat(f"chat {number}"):
+            if isinstance(event, ollm.TextEvent):
+                break
+        assert shape(chat_client.conversation)[-1] == ("assistant", "par", True)
+        # The loop's own hooks are back, for every other async generator of the program.
+        assert sys.get_asyncgen_hooks() == hooks
+    assert len(chat_client.conversation.messages) == 6
+    assert_history_valid(chat_client.conversation)
+    await settle(lambda: scripted.open_streams == 0)
 
 
 async def test_aclose_then_chat_again() -> None:
