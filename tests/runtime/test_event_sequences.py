@@ -262,3 +262,19 @@ async def test_an_abort_while_the_next_request_is_counted_sends_nothing_more() -
     assert events[-1] == ollm.FinishEvent("cancelled", U1)
     assert not [e for e in events if isinstance(e, ollm.ErrorEvent)]
     assert_history_valid(chat_client.conversation)
+
+
+async def test_a_chat_that_cannot_start_ends_with_no_usage_rather_than_unknown() -> None:
+    provider = ScriptedProvider("never")
+    events = await collect(client(provider, tools=["no_such_tool"]).chat("go"))
+    assert events == [
+        ollm.ErrorEvent(
+            "Tool 'no_such_tool' is not available: no tools are enabled.", "TOOL_NOT_FOUND"
+        ),
+        ollm.FinishEvent("error", ollm.Usage()),
+    ]
+    chat_client = client(provider)
+    stream = chat_client.chat("go")
+    stream.abort()  # before it starts
+    assert await collect(stream) == [ollm.FinishEvent("cancelled", ollm.Usage())]
+    assert provider.requests == []

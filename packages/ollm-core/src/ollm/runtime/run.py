@@ -147,7 +147,7 @@ class ChatRun:
                         yield self.finish
                         return
 
-                    turn = self._turn = Turn(number, request, self.conversation)
+                    turn = self._turn = Turn(number, self.conversation)
                     # The reply's text grows in this local: `text += piece` on a string no
                     # one else holds is resized in place, so a long reply costs its
                     # characters once (no object kept per event, no copy at the end).

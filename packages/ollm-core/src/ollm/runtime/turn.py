@@ -11,7 +11,6 @@ from ollm.runtime.tool_runner import ToolOutcome, cancelled_outcome
 from ollm.types.depth import nests_deeper_than
 from ollm.types.events import ErrorEvent, FinishReason, ToolCallResultEvent, Usage
 from ollm.types.messages import Message, ToolCall
-from ollm.types.request import ProviderRequest
 
 __all__ = ["Turn"]
 
@@ -34,16 +33,14 @@ class Turn:
         "error",
         "finish_reason",
         "number",
-        "request",
         "text",
         "thinking_parts",
         "too_deep",
         "usage",
     )
 
-    def __init__(self, number: int, request: ProviderRequest, conversation: Conversation) -> None:
+    def __init__(self, number: int, conversation: Conversation) -> None:
         self.number = number
-        self.request = request
         self.conversation = conversation
         # The reply's text so far. The chat loop grows it in a local variable and stores
         # it here when the stream stops (see ChatRun.events).
