@@ -90,7 +90,7 @@ def stage(name: str, modules: list[str], tests: list[str]) -> Path:
 # mutmut's time limit counts CPU seconds, so a mutant whose tests wait for ever (an abort
 # that no longer reaches the provider) is never stopped. A mutant's process that has run
 # this long while mostly idle is sent the signal of that limit: mutmut counts a timeout.
-HUNG_AFTER = 180.0  # seconds of wall-clock time
+HUNG_AFTER = 90.0  # seconds of wall-clock time
 HUNG_BELOW = 0.15  # share of one CPU used
 
 
