@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 
 import msgspec
@@ -419,3 +420,41 @@ async def test_a_refusal_of_tools_is_remembered_for_that_model_only(anyio_backen
     assert provider.requests[-1].tools
     await collect(chat_client.chat("q"))
     assert provider.requests[-1].tools == ()
+
+
+class Broken(TextTools):
+    """A strategy with a bug: its review raises."""
+
+    def review(self, reply: ollm.Message) -> ollm.ReplyReview | None:
+        raise RuntimeError("review bug")
+
+
+async def test_a_bug_in_a_strategy_is_an_internal_error_and_the_calls_get_results(
+    anyio_backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider = ScriptedProvider(Reply("CALL lookup", usage=U1), "after")
+    chat_client = ollm.ChatClient(
+        _registries(provider, Broken), tools=[lookup], tool_strategy="react"
+    )
+    with caplog.at_level(logging.ERROR, logger="ollm.runtime.run"):
+        events = await collect(chat_client.chat("q"))
+    assert events[1:] == [
+        ollm.ToolCallResultEvent(
+            CALL,
+            "Tool 'lookup' did not run to its end: an error occurred.",
+            True,
+            "CANCELLED",
+            0.0,
+            1,
+        ),
+        ollm.ErrorEvent(
+            "Unexpected error: RuntimeError: review bug. The conversation is intact; please "
+            "report this with the steps that led to it.",
+            "INTERNAL_ERROR",
+        ),
+        ollm.FinishEvent("error", U1),
+    ]
+    [record] = caplog.records
+    assert record.getMessage() == "unexpected error in a chat"
+    assert record.exc_info is not None
+    assert_history_valid(chat_client.conversation)
