@@ -237,7 +237,12 @@ async def test_unknown_or_disabled_tools_get_a_result_listing_the_enabled_ones(
     [
         ({"provider": "nope"}, "PROVIDER_NOT_FOUND", "'nope' is not installed"),
         ({"tools": ["missing_tool"]}, "TOOL_NOT_FOUND", "'missing_tool' is not available"),
-        ({"model": ""}, "INVALID_REQUEST", "No model chosen"),
+        (
+            {"model": ""},
+            "INVALID_REQUEST",
+            "No model chosen. Pass model=... (for example model='llama3.2'), or run: ollm chat -m "
+            "MODEL",
+        ),
     ],
 )
 async def test_configuration_errors_are_events_not_exceptions(

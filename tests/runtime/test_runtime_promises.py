@@ -246,3 +246,13 @@ async def test_the_chats_settings_reach_the_providers_request(anyio_backend: str
     # A context window given in the options wins over the chat's.
     await collect(chat_client.chat("q", options=ollm.GenerationOptions(context_window=2048)))
     assert provider.requests[2].options.context_window == 2048
+
+
+async def test_tool_choice_none_offers_no_tools_and_resolves_none(anyio_backend: str) -> None:
+    provider = ScriptedProvider("plain words")
+    # Not even a name that does not exist is looked up: no tool is wanted.
+    chat_client = client(provider, tools=[lookup, "no_such_tool"], tool_choice="none")
+    events = await collect(chat_client.chat("q"))
+    assert_one_finish_last(events, "stop")
+    assert provider.requests[0].tools == ()
+    assert provider.requests[0].tool_choice == "auto"

@@ -458,3 +458,19 @@ async def test_a_bug_in_a_strategy_is_an_internal_error_and_the_calls_get_result
     assert record.getMessage() == "unexpected error in a chat"
     assert record.exc_info is not None
     assert_history_valid(chat_client.conversation)
+
+
+async def test_a_refusal_of_tools_is_remembered_for_that_provider_only(anyio_backend: str) -> None:
+    refusal = ollm.ErrorEvent("tiny does not support tools", "TOOLS_UNSUPPORTED")
+    local = ScriptedProvider(Reply(error=refusal), "fine", "again", name="local")
+    remote = ScriptedProvider("remote answer", name="remote")
+    registries = ollm.Registries()
+    registries.providers.register(local)
+    registries.providers.register(remote)
+    registries.strategies.register(ollm.StrategySpec("react", TextTools))
+    chat_client = ollm.ChatClient(registries, provider="local", model="tiny", tools=[lookup])
+    await collect(chat_client.chat("q"))
+    await collect(chat_client.chat("q", provider="remote"))  # the same model name elsewhere
+    assert remote.requests[0].tools
+    await collect(chat_client.chat("q"))
+    assert [bool(r.tools) for r in local.requests] == [True, False, False]
