@@ -157,3 +157,13 @@ def test_calculate_bounds_every_integer_before_computing_it(
 def test_current_time_in_a_given_offset() -> None:
     assert re.search(r"\(UTC\+0530\)$", current_time(5.5))
     assert "UTC" in current_time()
+
+
+@pytest.mark.parametrize(
+    "expression", ["9 ** 9 ** 9", "factorial(100000)", "(-8) ** 0.5", "exp(1000)", "1 / 0"]
+)
+def test_calculate_errors_are_plain_value_errors(expression: str) -> None:
+    """The model reads 'ValueError: ...': no private class name in what it is told."""
+    with pytest.raises(ValueError) as info:
+        calculate(expression)
+    assert type(info.value) is ValueError

@@ -87,10 +87,6 @@ _MAX_ROUND_DIGITS = 1000
 _GROUP = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
-class _Number(ValueError):
-    """A result that cannot be computed safely; its message goes back to the model."""
-
-
 def calculate(expression: str) -> str:
     """Evaluate an arithmetic expression exactly as written, and return the result.
 
@@ -190,39 +186,38 @@ def _check_binary(op: ast.operator, left: Any, right: Any) -> None:
     # only a power can grow past any bound in one step.
     growing = isinstance(op, ast.Pow) and right > 0 and left not in (0, 1, -1)
     if growing and right * max(left.bit_length() - 1, 1) > _MAX_BITS:
-        raise _Number(f"the result would have more than {_MAX_DIGITS} digits")
+        raise ValueError(f"the result would have more than {_MAX_DIGITS} digits")
 
 
 def _check_call(name: str, args: list[Any]) -> None:
     first = args[0] if args else 0
     if name == "factorial" and isinstance(first, (int, float)) and first > _MAX_FACTORIAL:
-        raise _Number(f"factorial is limited to {_MAX_FACTORIAL}")
+        raise ValueError(f"factorial is limited to {_MAX_FACTORIAL}")
     places = args[1] if len(args) == 2 else 0
     if name == "round" and isinstance(places, int) and abs(places) > _MAX_ROUND_DIGITS:
-        raise _Number(f"round keeps at most {_MAX_ROUND_DIGITS} digits")
+        raise ValueError(f"round keeps at most {_MAX_ROUND_DIGITS} digits")
 
 
 def _apply(function: Callable[..., Any], *args: Any, name: str | None = None) -> Any:
     try:
-        return _checked(function(*args))
+        value = function(*args)
     except ZeroDivisionError:
         raise ValueError("division by zero") from None
     except OverflowError:
-        raise _Number("the result is too large for a number") from None
+        raise ValueError("the result is too large for a number") from None
     except (TypeError, ValueError) as exc:
-        if isinstance(exc, _Number):
-            raise
         where = f"{name}(): " if name else ""
         raise ValueError(f"{where}{exc}") from None
+    return _checked(value)
 
 
 def _checked(value: Any) -> Any:
     if isinstance(value, complex):
-        raise _Number("the result is not a real number")
+        raise ValueError("the result is not a real number")
     if isinstance(value, float) and not math.isfinite(value):
-        raise _Number("the result is too large for a number")
+        raise ValueError("the result is too large for a number")
     if isinstance(value, int) and value.bit_length() > _MAX_BITS + 1:
-        raise _Number(f"the result would have more than {_MAX_DIGITS} digits")
+        raise ValueError(f"the result would have more than {_MAX_DIGITS} digits")
     return value
 
 
