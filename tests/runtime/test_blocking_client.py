@@ -7,10 +7,13 @@ imports the installed code, so no planted bug in ``ollm.runtime.sync`` could fai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import signal
 import threading
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import anyio
 import pytest
@@ -185,3 +188,131 @@ def test_a_real_ctrl_c_while_a_tool_runs_cancels_it_in_the_history(backend: str)
         assert provider.open_streams == 0
         assert_history_valid(sync.conversation)
         assert sync.run("two").text == "next"
+
+
+class Stubborn(ScriptedProvider):
+    """A provider that will not close (or end after an abort) until it is released.
+
+    ``released`` is set by the test's watchdog only if ollm never stops waiting: then
+    the test fails instead of hanging for ever.
+    """
+
+    def __init__(self, *replies: Reply | str) -> None:
+        super().__init__(*replies)
+        self.released = threading.Event()
+        self.log: list[str] = []
+
+    async def _hold(self, what: str) -> None:
+        try:
+            while not self.released.is_set():
+                await anyio.sleep(0.01)
+            self.log.append(f"{what} released by the watchdog")
+        except anyio.get_cancelled_exc_class():
+            self.log.append(f"{what} cut short")
+            raise
+
+    async def aclose(self) -> None:
+        await self._hold("close")
+        await super().aclose()
+
+
+def watchdog(provider: Stubborn) -> threading.Timer:
+    timer = threading.Timer(60.0, provider.released.set)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_closing_waits_for_the_providers_no_longer_than_close_timeout(
+    backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider = Stubborn("one")
+    registries = ollm.Registries()
+    registries.providers.register(ollm.ProviderSpec("stubborn", lambda: provider))
+    sync = ollm.SyncChatClient(ollm.ChatClient(registries), backend=backend, close_timeout=0.1)
+    assert sync.run("hi").text == "one"
+    timer = watchdog(provider)
+    before = loop_threads()
+    sync.close()
+    timer.cancel()
+    assert provider.log == ["close cut short"]
+    assert loop_threads() == before - 1
+    [warning] = [r for r in caplog.records if r.name == "ollm.runtime.sync"]
+    assert warning.getMessage() == (
+        "the chat client's providers and toolsets did not close within 0.1 seconds;"
+        " they were left behind"
+    )
+
+
+class Deaf(Stubborn):
+    """Says it watches the abort signal, and does not: a chat on it ends only when cut."""
+
+    handles_abort = True
+
+    async def chat_stream(self, request: ollm.ProviderRequest) -> AsyncIterator[Any]:
+        yield ollm.TextEvent("Hello")
+        os.kill(os.getpid(), signal.SIGINT)  # lands in the caller, waiting for the next event
+        await self._hold("reply")
+        yield ollm.FinishEvent("stop")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_after_ctrl_c_a_chat_that_will_not_end_is_cut_after_close_timeout(backend: str) -> None:
+    provider = Deaf("next")
+    client = ollm.ChatClient(ollm.Registries(), provider=provider)
+    timer = watchdog(provider)
+    with ollm.SyncChatClient(client, backend=backend, close_timeout=0.1) as sync:
+        with pytest.raises(KeyboardInterrupt):
+            for _ in sync.chat("one"):
+                pass
+        timer.cancel()
+        assert provider.log == ["reply cut short"]
+        last = sync.conversation.messages[-1]
+        assert (last.text, last.incomplete) == ("Hello", True)
+        assert_history_valid(sync.conversation)
+
+
+class Collector:
+    """A toolset whose background task runs the garbage collector when told to.
+
+    Long-lived toolsets (an MCP server's reader) run tasks on the client's own loop, so
+    a client dropped in a reference cycle can be collected on its own loop's thread.
+    """
+
+    def __init__(self) -> None:
+        self.name = "collector"
+        self.collect = threading.Event()
+
+    @contextlib.asynccontextmanager
+    async def open(self) -> AsyncIterator[Sequence[ollm.Tool]]:
+        async def collect_when_told() -> None:
+            while not self.collect.is_set():
+                await anyio.sleep(0.01)
+            gc.collect()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(collect_when_told)
+            yield [ollm.Tool.from_function(lambda: "ok", name="noop")]
+            group.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_client_collected_on_its_own_loop_thread_still_closes_and_stops(backend: str) -> None:
+    provider = ScriptedProvider("one")
+    registries = ollm.Registries()
+    registries.providers.register(ollm.ProviderSpec("scripted", lambda: provider))
+    collector = Collector()
+    sync = ollm.SyncChatClient(ollm.ChatClient(registries, tools=[collector]), backend=backend)
+    assert sync.run("hi").text == "one"
+    [thread] = [t for t in threading.enumerate() if t.name == "ollm-sync-loop" and t.is_alive()]
+    sync.cycle = sync  # type: ignore[attr-defined]  # only the collector can free it now
+    del sync
+    gc.disable()  # until the loop's own thread collects it
+    try:
+        collector.collect.set()
+        thread.join(60.0)
+    finally:
+        gc.enable()
+    assert not thread.is_alive()
+    assert provider.closed

@@ -123,3 +123,29 @@ async def test_the_left_chat_closing_later_never_frees_the_next_chats_hold() -> 
     with pytest.raises(ollm.ConversationBusyError):
         await chat_client.run("three")
     await second.aclose()
+
+
+async def test_break_then_chat_again_after_a_call_settles_the_call_in_words() -> None:
+    """A call that streamed before the caller left gets its result: it never ran."""
+    ran: list[str] = []
+
+    def look(city: str) -> str:
+        """Look a city up."""
+        ran.append(city)
+        return "sunny"
+
+    scripted = ScriptedProvider(
+        Reply("Checking", tool_calls=[("look", {"city": "Oslo"})], delay=0.01), Reply("next")
+    )
+    chat_client = client(scripted, tools=[look])
+    async for event in chat_client.chat("weather?"):
+        if isinstance(event, ollm.ToolCallStartEvent):
+            break
+    assistant, result = chat_client.conversation.messages[1:]
+    assert (assistant.text, assistant.incomplete) == ("Checking", True)
+    assert [call.name for call in assistant.tool_calls] == ["look"]
+    assert result.is_error
+    assert result.text == "Tool 'look' did not run to its end: the chat was stopped."
+    assert (await chat_client.run("and now?")).text == "next"
+    assert ran == []
+    assert_history_valid(chat_client.conversation)

@@ -495,3 +495,33 @@ async def test_closing_a_client_closes_the_providers_its_registries_built(
     given = ScriptedProvider("hi")
     async with ollm.ChatClient(provider=given) as chat_client:  # no registries of its own
         assert (await chat_client.run("x")).text == "hi"
+
+
+class BareIterator:
+    """A provider whose stream is a plain async iterator (a class, no ``aclose``)."""
+
+    default_model = "bare-model"
+
+    def __init__(self, *events: ollm.ProviderEvent) -> None:
+        self.name = "bare"
+        self.events = list(events)
+
+    def chat_stream(self, request: ollm.ProviderRequest) -> BareIterator:
+        return self
+
+    def __aiter__(self) -> BareIterator:
+        return self
+
+    async def __anext__(self) -> ollm.ProviderEvent:
+        if not self.events:
+            raise StopAsyncIteration
+        return self.events.pop(0)
+
+
+async def test_a_provider_stream_without_aclose_is_read_and_let_go_quietly(
+    anyio_backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider = BareIterator(ollm.TextEvent("Hi"), ollm.FinishEvent("stop"))
+    result = await ollm.ChatClient(ollm.Registries(), provider=provider).run("hi")
+    assert (result.text, result.finish_reason) == ("Hi", "stop")
+    assert caplog.records == []  # nothing failed to close

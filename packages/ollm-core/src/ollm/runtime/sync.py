@@ -9,6 +9,7 @@ then reaches the caller as ``KeyboardInterrupt``; the client stays usable.
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -26,15 +27,18 @@ __all__ = ["SyncChatClient"]
 
 T = TypeVar("T")
 
-#: How long closing at exit or on garbage collection may wait for the providers.
+log = logging.getLogger(__name__)
+
+#: How long closing (and a chat's end after Ctrl-C) may wait for the providers, by default.
 CLOSE_TIMEOUT = 5.0
 
 
 class _Loop:
     """One event loop running in a daemon thread, reached through a blocking portal."""
 
-    def __init__(self, backend: str) -> None:
+    def __init__(self, backend: str, close_timeout: float) -> None:
         self._backend = backend
+        self.close_timeout = close_timeout
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self._portal: BlockingPortal | None = None
@@ -69,7 +73,7 @@ class _Loop:
         return self.portal.call(func, *args)
 
     def shutdown(self, client: ChatClient) -> None:
-        """Close the client's providers (within ``CLOSE_TIMEOUT``), then stop the loop."""
+        """Close the client's providers (within ``close_timeout``), then stop the loop."""
         with self._lock:
             portal, self._portal = self._portal, None
         if portal is None:
@@ -82,14 +86,20 @@ class _Loop:
 
     def _stop(self, portal: BlockingPortal, client: ChatClient) -> None:
         async def close() -> None:
-            with anyio.move_on_after(CLOSE_TIMEOUT):
+            with anyio.move_on_after(self.close_timeout) as scope:
                 await client.aclose()
+            if scope.cancelled_caught:
+                log.warning(
+                    "the chat client's providers and toolsets did not close within %g"
+                    " seconds; they were left behind",
+                    self.close_timeout,
+                )
 
         try:
             portal.call(close)
         finally:
             portal.call(portal.stop, True)
-            self.thread.join(CLOSE_TIMEOUT)
+            self.thread.join(self.close_timeout)
 
 
 class SyncChatClient:
@@ -107,13 +117,21 @@ class SyncChatClient:
     then raises ``KeyboardInterrupt``; the partial reply stays in the history and the
     client stays usable. ``close()`` is idempotent; a client never closed does not keep
     the program from exiting (its thread is a daemon, and it is closed at exit).
+    ``close_timeout`` bounds, in seconds, how long closing waits for the providers and
+    toolsets, and how long a chat may take to end after Ctrl-C (5 by default).
     """
 
     def __init__(
-        self, client: ChatClient | None = None, *, backend: str = "asyncio", **kwargs: Any
+        self,
+        client: ChatClient | None = None,
+        *,
+        backend: str = "asyncio",
+        close_timeout: float = CLOSE_TIMEOUT,
+        **kwargs: Any,
     ) -> None:
         self.client = client if client is not None else ChatClient(**kwargs)
         self._backend = backend
+        self._close_timeout = close_timeout
         self._loop: _Loop | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
 
@@ -124,7 +142,7 @@ class SyncChatClient:
 
     def _get_loop(self) -> _Loop:
         if self._loop is None:
-            self._loop = _Loop(self._backend)
+            self._loop = _Loop(self._backend, self._close_timeout)
             # Holds the loop and the client, never self, so that self can be collected.
             self._finalizer = weakref.finalize(self, self._loop.shutdown, self.client)
         return self._loop
@@ -145,7 +163,7 @@ class SyncChatClient:
         """
         loop = self._get_loop()
         stream: ChatStream = self.client.chat(prompt, **kwargs)
-        steps = _Steps(stream)
+        steps = _Steps(stream, loop.close_timeout)
         interrupted = False
         try:
             while True:
@@ -181,15 +199,19 @@ class _Steps:
 
     A Ctrl-C can land anywhere in the caller's thread, even while a step is being
     handed to the loop; closing waits for any step in flight instead of racing it
-    (an async generator cannot be closed while it runs).
+    (an async generator cannot be closed while it runs). After a Ctrl-C, the chat is
+    aborted and given ``timeout`` seconds to end; a chat still running then (its
+    provider ignores the abort) is cancelled, the step in flight included.
     """
 
-    __slots__ = ("_iterator", "_lock", "_stream")
+    __slots__ = ("_iterator", "_lock", "_step", "_stream", "_timeout")
 
-    def __init__(self, stream: ChatStream) -> None:
+    def __init__(self, stream: ChatStream, timeout: float) -> None:
         self._stream = stream
+        self._timeout = timeout
         self._iterator: AsyncIterator[ChatEvent] | None = None
         self._lock: anyio.Lock | None = None
+        self._step: anyio.CancelScope | None = None
 
     def _events(self) -> AsyncIterator[ChatEvent]:
         if self._iterator is None:  # on the loop's thread, so the loop knows the generator
@@ -203,21 +225,25 @@ class _Steps:
 
     async def next(self) -> ChatEvent | None:
         async with self._guard():
-            try:
-                return await self._events().__anext__()
-            except StopAsyncIteration:
-                return None
+            with anyio.CancelScope() as self._step:
+                try:
+                    return await self._events().__anext__()
+                except StopAsyncIteration:
+                    return None
+            return None  # cancelled by close(): the caller has left already
 
     async def close(self, interrupted: bool) -> None:
         """Close the chat; after a Ctrl-C, abort it and let it end in the history first."""
         if interrupted:
             self._stream.abort("interrupted")
-        async with self._guard():
-            if interrupted:
-                with anyio.move_on_after(CLOSE_TIMEOUT):
+            with anyio.move_on_after(self._timeout) as waited:
+                async with self._guard():
                     try:
                         async for _ in self._events():
                             pass
                     except Exception:  # the chat's own failure: it ended, recorded
                         pass
+            if waited.cancelled_caught and self._step is not None:
+                self._step.cancel()  # a step still waits for a provider deaf to the abort
+        async with self._guard():
             await self._stream.aclose()
