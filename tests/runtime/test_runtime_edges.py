@@ -525,3 +525,37 @@ async def test_a_provider_stream_without_aclose_is_read_and_let_go_quietly(
     result = await ollm.ChatClient(ollm.Registries(), provider=provider).run("hi")
     assert (result.text, result.finish_reason) == ("Hi", "stop")
     assert caplog.records == []  # nothing failed to close
+
+
+async def test_a_reply_cancelled_after_thinking_alone_keeps_the_thinking_and_no_text(
+    anyio_backend: str,
+) -> None:
+    """Cancelled from outside before any text: the history holds the thought, no text."""
+    provider = ScriptedProvider(
+        Reply(thinking=["Let me", " think"], text=["never"], delay=0.01), "next"
+    )
+    chat_client = ollm.ChatClient(ollm.Registries(), provider=provider)
+    with anyio.CancelScope() as outside:
+        async with chat_client.chat("hi") as stream:
+            async for event in stream:
+                if isinstance(event, ollm.ThinkingEvent) and event.text == " think":
+                    outside.cancel()
+                    await anyio.sleep(0)
+    reply = chat_client.conversation.messages[-1]
+    assert (reply.role, reply.thinking, reply.text, reply.incomplete) == (
+        "assistant",
+        "Let me think",
+        "",
+        True,
+    )
+    assert (await chat_client.run("again")).text == "next"
+    assert_history_valid(chat_client.conversation)
+
+
+async def test_a_provider_stream_that_ends_without_a_finish_is_a_stop(anyio_backend: str) -> None:
+    """As docs/plugins.md says: no finish and no error is a finish with 'stop', no usage."""
+    provider = BareIterator(ollm.TextEvent("Hi"))
+    events = await collect(ollm.ChatClient(ollm.Registries(), provider=provider).chat("hi"))
+    [turn] = [e for e in events if isinstance(e, ollm.TurnCompleteEvent)]
+    assert (turn.reason, turn.usage) == ("stop", None)
+    assert_one_finish_last(events, "stop")

@@ -36,7 +36,7 @@ class StrategySelection:
         model: str,
         mode: str,
         *,
-        recover: bool = True,
+        recover: bool,
     ) -> None:
         self.strategies = strategies
         self.refused = refused

@@ -54,14 +54,14 @@ async def run_tool_calls(
     *,
     timeout: float | None,
     abort: AbortSignal,
-    preset: Mapping[str, ToolOutcome] | None = None,
+    preset: Mapping[str, ToolOutcome],
 ) -> list[ToolOutcome]:
     """Run ``calls`` at once (sync tools in worker threads); results in call order.
 
     ``preset`` gives the outcome of calls that must not run. If ``abort`` fires, the
     running tools are cancelled and their results say so.
     """
-    outcomes: list[ToolOutcome | None] = [preset.get(call.id) if preset else None for call in calls]
+    outcomes: list[ToolOutcome | None] = [preset.get(call.id) for call in calls]
     pending = [i for i, outcome in enumerate(outcomes) if outcome is None]
 
     async def run_one(index: int) -> None:
