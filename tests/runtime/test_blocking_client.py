@@ -173,15 +173,17 @@ def test_a_real_ctrl_c_while_a_tool_runs_cancels_it_in_the_history(backend: str)
 
     sync, provider = make(Reply("Calling.", tool_calls=[("slow", {})]), "next", backend=backend)
     kinds: list[type] = []
+    abort = ollm.AbortSignal()
 
     def read() -> None:
-        for event in sync.chat("one", tools=[slow]):
+        for event in sync.chat("one", tools=[slow], abort=abort):
             kinds.append(type(event))
 
     with sync:
         with pytest.raises(KeyboardInterrupt):
             read()
         assert kinds == [ollm.TextEvent, ollm.ToolCallStartEvent]
+        assert abort.reason == "interrupted"
         assert sync.conversation.messages[-1].text == (
             "Tool 'slow' did not run to its end: the chat was cancelled."
         )

@@ -30,10 +30,12 @@ def provider() -> ScriptedProvider:
 async def test_break_then_chat_again_at_once() -> None:
     scripted = provider()
     chat_client = client(scripted)
-    async for event in chat_client.chat("one"):
+    signal = ollm.AbortSignal()
+    async for event in chat_client.chat("one", abort=signal):
         if isinstance(event, ollm.TextEvent) and event.text == "tial":
             break
     assert shape(chat_client.conversation)[-1] == ("assistant", "partial", True)
+    assert signal.reason == "the chat was left"
     result = await chat_client.run("two")
     assert result.text == "next"
     assert shape(chat_client.conversation) == [

@@ -559,3 +559,15 @@ async def test_a_provider_stream_that_ends_without_a_finish_is_a_stop(anyio_back
     [turn] = [e for e in events if isinstance(e, ollm.TurnCompleteEvent)]
     assert (turn.reason, turn.usage) == ("stop", None)
     assert_one_finish_last(events, "stop")
+
+
+async def test_the_stream_signal_says_why_the_chat_was_aborted(anyio_backend: str) -> None:
+    for reason, expected in ((None, "aborted"), ("the user left", "the user left")):
+        provider = ScriptedProvider(Reply("never", hang=True))
+        stream = ollm.ChatClient(ollm.Registries(), provider=provider).chat("hi")
+        if reason is None:
+            stream.abort()
+        else:
+            stream.abort(reason)
+        assert (stream.signal.aborted, stream.signal.reason) == (True, expected)
+        assert_one_finish_last(await collect(stream), "cancelled")
