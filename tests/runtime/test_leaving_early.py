@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import sys
 
+import anyio
 import pytest
 from runtime_helpers import assert_history_valid, client, settle
 
@@ -151,3 +152,20 @@ async def test_break_then_chat_again_after_a_call_settles_the_call_in_words() ->
     assert (await chat_client.run("and now?")).text == "next"
     assert ran == []
     assert_history_valid(chat_client.conversation)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_stream_kept_but_never_finished_is_closed_when_the_event_loop_ends(
+    backend: str,
+) -> None:
+    """The event loop knows the chat's generator, and closes it (and the provider's) at its end."""
+    scripted = provider()
+    kept: list[object] = []
+
+    async def main() -> None:
+        events = client(scripted).chat("one").__aiter__()
+        await events.__anext__()
+        kept.append(events)  # neither finished, closed nor collected
+
+    anyio.run(main, backend=backend)
+    assert scripted.open_streams == 0
