@@ -498,9 +498,10 @@ async def test_closing_a_client_closes_the_providers_its_registries_built(
 
 
 class BareIterator:
-    """A provider whose stream is a plain async iterator (a class, no ``aclose``)."""
+    """A provider whose stream is a plain async iterator (a class, no ``aclose``).
 
-    default_model = "bare-model"
+    It has no ``default_model`` either: that attribute is optional.
+    """
 
     def __init__(self, *events: ollm.ProviderEvent) -> None:
         self.name = "bare"
@@ -522,7 +523,7 @@ async def test_a_provider_stream_without_aclose_is_read_and_let_go_quietly(
     anyio_backend: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = BareIterator(ollm.TextEvent("Hi"), ollm.FinishEvent("stop"))
-    result = await ollm.ChatClient(ollm.Registries(), provider=provider).run("hi")
+    result = await ollm.ChatClient(ollm.Registries(), provider=provider, model="m").run("hi")
     assert (result.text, result.finish_reason) == ("Hi", "stop")
     assert caplog.records == []  # nothing failed to close
 
@@ -555,7 +556,8 @@ async def test_a_reply_cancelled_after_thinking_alone_keeps_the_thinking_and_no_
 async def test_a_provider_stream_that_ends_without_a_finish_is_a_stop(anyio_backend: str) -> None:
     """As docs/plugins.md says: no finish and no error is a finish with 'stop', no usage."""
     provider = BareIterator(ollm.TextEvent("Hi"))
-    events = await collect(ollm.ChatClient(ollm.Registries(), provider=provider).chat("hi"))
+    chat_client = ollm.ChatClient(ollm.Registries(), provider=provider, model="m")
+    events = await collect(chat_client.chat("hi"))
     [turn] = [e for e in events if isinstance(e, ollm.TurnCompleteEvent)]
     assert (turn.reason, turn.usage) == ("stop", None)
     assert_one_finish_last(events, "stop")
@@ -571,3 +573,49 @@ async def test_the_stream_signal_says_why_the_chat_was_aborted(anyio_backend: st
             stream.abort(reason)
         assert (stream.signal.aborted, stream.signal.reason) == (True, expected)
         assert_one_finish_last(await collect(stream), "cancelled")
+
+
+async def test_a_provider_without_default_model_asks_for_a_model_in_words(
+    anyio_backend: str,
+) -> None:
+    """``default_model`` is optional: without it and without model=, the usual words."""
+    provider = BareIterator(ollm.TextEvent("never"))
+    events = await collect(ollm.ChatClient(ollm.Registries(), provider=provider).chat("hi"))
+    [error] = [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert error.code == "INVALID_REQUEST"
+    assert error.message.startswith("No model chosen.")
+    assert_one_finish_last(events, "error")
+
+
+class Attentive:
+    """A provider that watches the abort itself and reports the cut reply's usage."""
+
+    default_model = "attentive-model"
+    handles_abort = True
+
+    def __init__(self) -> None:
+        self.name = "attentive"
+        self.waiting = anyio.Event()
+
+    async def chat_stream(self, request: ollm.ProviderRequest) -> AsyncIterator[Any]:
+        yield ollm.TextEvent("Hello")
+        assert request.abort is not None
+        self.waiting.set()
+        await request.abort.wait()
+        yield ollm.FinishEvent("cancelled", ollm.Usage(7, 2, 9))
+
+
+async def test_a_provider_that_handles_the_abort_ends_the_reply_itself(anyio_backend: str) -> None:
+    """Its own last event (with the usage of what it did) is not cut off by a guard."""
+    provider = Attentive()
+    stream = ollm.ChatClient(ollm.Registries(), provider=provider).chat("hi")
+    async with anyio.create_task_group() as group:
+
+        async def abort_while_it_waits() -> None:
+            await provider.waiting.wait()
+            stream.abort()
+
+        group.start_soon(abort_while_it_waits)
+        events = await collect(stream)
+    assert_one_finish_last(events, "cancelled")
+    assert events[-1] == ollm.FinishEvent("cancelled", ollm.Usage(7, 2, 9))
