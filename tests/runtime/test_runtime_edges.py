@@ -619,3 +619,39 @@ async def test_a_provider_that_handles_the_abort_ends_the_reply_itself(anyio_bac
         events = await collect(stream)
     assert_one_finish_last(events, "cancelled")
     assert events[-1] == ollm.FinishEvent("cancelled", ollm.Usage(7, 2, 9))
+
+
+class Tidy:
+    """Watches the abort itself; its cleanup awaits and is not shielded (it trusts ollm)."""
+
+    default_model = "tidy-model"
+    handles_abort = True
+
+    def __init__(self) -> None:
+        self.name = "tidy"
+        self.log: list[str] = []
+
+    async def chat_stream(self, request: ollm.ProviderRequest) -> AsyncIterator[Any]:
+        try:
+            yield ollm.TextEvent("Hello")
+            await anyio.sleep_forever()
+        finally:
+            await anyio.sleep(0)  # returning a connection to its pool, say
+            self.log.append("cleaned up")
+
+
+async def test_a_provider_stream_is_closed_to_its_end_when_the_chat_is_cancelled_from_outside(
+    anyio_backend: str,
+) -> None:
+    """Cancelled while the provider waits at a yield: its cleanup runs whole (shielded)."""
+    provider = Tidy()
+    chat_client = ollm.ChatClient(ollm.Registries(), provider=provider)
+    with anyio.CancelScope() as outside:
+        async with chat_client.chat("hi") as stream:
+            async for event in stream:
+                if isinstance(event, ollm.TextEvent):
+                    outside.cancel()
+                    await anyio.sleep(0)
+    assert provider.log == ["cleaned up"]
+    reply = chat_client.conversation.messages[-1]
+    assert (reply.text, reply.incomplete) == ("Hello", True)

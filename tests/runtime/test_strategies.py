@@ -474,3 +474,47 @@ async def test_a_refusal_of_tools_is_remembered_for_that_provider_only(anyio_bac
     assert remote.requests[0].tools
     await collect(chat_client.chat("q"))
     assert [bool(r.tools) for r in local.requests] == [True, False, False]
+
+
+class Asked(ScriptedProvider):
+    """Counts the times the runtime asks what a model can do."""
+
+    asked = 0
+
+    async def model_capabilities(self, model: str) -> ollm.ModelCapabilities:
+        self.asked += 1
+        return await super().model_capabilities(model)
+
+
+async def test_with_a_context_window_given_the_model_is_still_asked_about_tools(
+    anyio_backend: str,
+) -> None:
+    """The window is known, but whether the model calls tools natively is not."""
+    provider = Asked("CALL lookup", "the answer", capabilities=ollm.ModelCapabilities(tools=False))
+    chat_client = ollm.ChatClient(
+        _registries(provider), model="tiny", tools=[lookup], context_window=4096
+    )
+    events = await collect(chat_client.chat("q"))
+    assert [n.kind for n in events if isinstance(n, ollm.NoticeEvent)] == ["strategy"]
+    assert all(r.tools == () for r in provider.requests)
+    assert provider.asked == 1
+    assert_one_finish_last(events, "stop")
+
+
+@pytest.mark.parametrize(
+    ("tools", "strategy"), [((), "auto"), ([lookup], "native"), ([lookup], "react")]
+)
+async def test_with_a_context_window_given_nothing_else_needs_asking(
+    anyio_backend: str, tools: list[ollm.Tool], strategy: str
+) -> None:
+    """No tools, or a strategy chosen: the window given is all the runtime needs."""
+    provider = Asked("the answer", capabilities=ollm.ModelCapabilities(tools=True))
+    chat_client = ollm.ChatClient(
+        _registries(provider),
+        model="tiny",
+        tools=tools,
+        context_window=4096,
+        tool_strategy=strategy,
+    )
+    assert (await chat_client.run("q")).text == "the answer"
+    assert provider.asked == 0
