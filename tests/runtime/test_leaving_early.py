@@ -98,8 +98,13 @@ async def test_a_chat_still_running_keeps_the_conversation() -> None:
     chat_client = client(provider())
     stream = chat_client.chat("one")
     await stream.__anext__()
-    with pytest.raises(ollm.ConversationBusyError):
+    with pytest.raises(ollm.ConversationBusyError) as busy:
         await chat_client.run("two")
+    assert busy.value.message == (
+        "This conversation already has a chat in progress. Wait for it to finish, "
+        "or use another conversation (conversation.fork())."
+    )
+    assert busy.value.code == "CONVERSATION_BUSY"
     await stream.aclose()
     assert (await chat_client.run("three")).text == "next"
 

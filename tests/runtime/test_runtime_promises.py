@@ -256,3 +256,70 @@ async def test_tool_choice_none_offers_no_tools_and_resolves_none(anyio_backend:
     assert_one_finish_last(events, "stop")
     assert provider.requests[0].tools == ()
     assert provider.requests[0].tool_choice == "auto"
+
+
+async def test_each_setting_given_to_one_chat_wins_over_the_clients(anyio_backend: str) -> None:
+    """Every keyword of chat() reaches that chat, and the client's defaults come back after."""
+
+    used: list[str] = []
+
+    class Recover(ollm.NativeStrategy):
+        name = "recover"
+
+        def stream(
+            self, provider: ollm.ProviderAdapter, request: ollm.ProviderRequest
+        ) -> AsyncIterator[ollm.ProviderEvent]:
+            used.append(self.name)
+            return super().stream(provider, request)
+
+    class React(Recover):
+        name = "react"
+
+    @ollm.tool
+    async def stuck() -> str:
+        """Never answers."""
+        await anyio.sleep_forever()
+        return "never"
+
+    two_calls = [ollm.ToolCall("a", "stuck", {}), ollm.ToolCall("b", "stuck", {})]
+    provider = ScriptedProvider(Reply(tool_calls=two_calls), "done", "again", "third")
+    registries = ollm.Registries()
+    registries.providers.register(provider)
+    registries.strategies.register(ollm.StrategySpec("recover", Recover))
+    registries.strategies.register(ollm.StrategySpec("react", React))
+    chat_client = ollm.ChatClient(registries, tools=[stuck], tool_timeout=30)
+    schema = {"type": "object"}
+    events = await collect(
+        chat_client.chat(
+            "q",
+            tool_choice="required",
+            max_tool_calls=1,
+            tool_timeout=0.01,
+            context_window=2048,
+            tool_strategy="react",
+            recover_text_tool_calls=False,
+            response_format=schema,
+        )
+    )
+    request = provider.requests[0]
+    assert (request.tool_choice, request.response_format) == ("required", schema)
+    assert request.options.context_window == 2048
+    assert used == ["react", "react"]  # the strategy chosen, not recovery
+    results = [(e.error_code, e.result) for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert results == [
+        ("TOOL_TIMEOUT", "Tool 'stuck' did not finish within 0.01 seconds."),
+        (
+            "TOOL_LIMIT",
+            "Tool 'stuck' was not run: this chat reached its limit of 1 tool calls. "
+            "Answer with what you have.",
+        ),
+    ]
+    await collect(chat_client.chat("q", tools=[]))
+    later = provider.requests[-1]
+    assert (later.tool_choice, later.response_format, later.options.context_window) == (
+        "auto",
+        None,
+        None,
+    )
+    assert (await chat_client.run("q")).text == "third"
+    assert used == ["react", "react", "recover"]  # the client's own: recovery, automatically
