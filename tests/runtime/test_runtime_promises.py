@@ -323,3 +323,74 @@ async def test_each_setting_given_to_one_chat_wins_over_the_clients(anyio_backen
     )
     assert (await chat_client.run("q")).text == "third"
     assert used == ["react", "react", "recover"]  # the client's own: recovery, automatically
+
+
+@pytest.mark.parametrize(
+    ("settings", "error", "words"),
+    [
+        ({"max_turns": 0}, ValueError, "max_turns must be a positive integer, not 0"),
+        (
+            {"max_tool_calls": -1},
+            ValueError,
+            "max_tool_calls must be a non-negative integer, not -1",
+        ),
+        (
+            {"max_tool_calls": 1.5},
+            ValueError,
+            "max_tool_calls must be a non-negative integer, not 1.5",
+        ),
+        ({"tool_timeout": 0}, ValueError, "tool_timeout must be positive or None, not 0"),
+        ({"tool_timeout": -1.0}, ValueError, "tool_timeout must be positive or None, not -1.0"),
+        ({"context_window": 0}, ValueError, "context_window must be positive, not 0"),
+        ({"tools": "lookup"}, TypeError, "tools must be a list of names or tools, not a string"),
+        ({"tools": [42]}, TypeError, "a tool must be a name, a Tool or a function, not 42"),
+        ({"options": {"temperature": 0}}, TypeError, "options must be a GenerationOptions"),
+    ],
+)
+def test_a_setting_that_cannot_work_is_refused_at_once_in_words(
+    settings: dict[str, object], error: type[Exception], words: str
+) -> None:
+    with pytest.raises(error) as refused:
+        ollm.ChatClient(ollm.Registries(), provider=ScriptedProvider("x"), **settings)  # type: ignore[arg-type]
+    assert str(refused.value) == words
+    chat_client = ollm.ChatClient(ollm.Registries(), provider=ScriptedProvider("x"))
+    with pytest.raises(error) as refused:
+        chat_client.chat("hi", **settings)  # type: ignore[arg-type]
+    assert str(refused.value) == words
+
+
+def test_a_chat_refuses_a_prompt_or_signal_of_the_wrong_kind_in_words() -> None:
+    chat_client = ollm.ChatClient(ollm.Registries(), provider=ScriptedProvider("x"))
+    with pytest.raises(TypeError) as refused:
+        chat_client.chat(42)  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        "prompt must be text, a Message, or a list of TextPart and ImagePart"
+    )
+    with pytest.raises(TypeError) as refused:
+        chat_client.chat("hi", abort="stop")  # type: ignore[arg-type]
+    assert str(refused.value) == "abort must be an ollm.AbortSignal"
+    assert len(chat_client.conversation) == 0
+
+
+async def test_no_tool_calls_allowed_is_a_limit_of_zero(anyio_backend: str) -> None:
+    provider = ScriptedProvider(Reply(tool_calls=[("lookup", {"query": "x"})]), "done")
+    result = await client(provider, tools=[lookup], max_tool_calls=0).run("q")
+    assert [r.error_code for r in result.tool_results] == ["TOOL_LIMIT"]
+    assert result.text == "done"
+
+
+async def test_one_chat_can_use_another_conversation_and_options_add_to_the_clients(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider("first", "second")
+    chat_client = client(provider, options=ollm.GenerationOptions(temperature=0.2))
+    other = ollm.Conversation()
+    await collect(
+        chat_client.chat("elsewhere", conversation=other, options=ollm.GenerationOptions(seed=3))
+    )
+    assert [m.text for m in other.messages] == ["elsewhere", "first"]
+    assert len(chat_client.conversation) == 0
+    options = provider.requests[0].options
+    assert (options.temperature, options.seed) == (0.2, 3)
+    assert (await chat_client.run("here")).text == "second"
+    assert [m.text for m in chat_client.conversation.messages] == ["here", "second"]

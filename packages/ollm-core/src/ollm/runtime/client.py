@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -431,7 +431,7 @@ def _to_message(prompt: Prompt) -> Message | None:
         return Message.user(prompt)
     if isinstance(prompt, Message):
         return prompt
-    parts = tuple(prompt)
+    parts = tuple(prompt) if isinstance(prompt, Iterable) else ()
     if not parts or not all(isinstance(p, (TextPart, ImagePart)) for p in parts):
         raise TypeError("prompt must be text, a Message, or a list of TextPart and ImagePart")
     return Message(role="user", parts=parts)

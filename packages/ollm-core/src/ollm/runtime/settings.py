@@ -73,5 +73,7 @@ class ChatSettings:
         """A copy with every override that is not ``None`` applied."""
         changes = {k: v for k, v in overrides.items() if v is not None}
         if "options" in changes:
+            if not isinstance(changes["options"], GenerationOptions):
+                raise TypeError("options must be a GenerationOptions")
             changes["options"] = self.options.merged(changes["options"])
         return dataclasses.replace(self, **changes) if changes else self
