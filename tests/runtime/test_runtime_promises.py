@@ -325,6 +325,9 @@ async def test_each_setting_given_to_one_chat_wins_over_the_clients(anyio_backen
     assert used == ["react", "react", "recover"]  # the client's own: recovery, automatically
 
 
+NON_NEGATIVE = "max_tool_calls must be a non-negative integer"
+
+
 @pytest.mark.parametrize(
     ("settings", "error", "words"),
     [
