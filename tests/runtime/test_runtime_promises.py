@@ -397,3 +397,26 @@ async def test_one_chat_can_use_another_conversation_and_options_add_to_the_clie
     assert (options.temperature, options.seed) == (0.2, 3)
     assert (await chat_client.run("here")).text == "second"
     assert [m.text for m in chat_client.conversation.messages] == ["here", "second"]
+
+
+def test_chat_settings_check_themselves_and_take_the_smallest_values_that_work() -> None:
+    """ChatSettings is public: it refuses what cannot work even when built directly."""
+    with pytest.raises(TypeError) as refused:
+        ollm.ChatSettings(tools="lookup")  # type: ignore[arg-type]
+    assert str(refused.value) == "tools must be a list of names or tools, not a string"
+    with pytest.raises(TypeError) as refused:
+        ollm.ChatSettings(options={"seed": 1})  # type: ignore[arg-type]
+    assert str(refused.value) == "options must be a GenerationOptions"
+    smallest = ollm.ChatSettings(
+        max_turns=1, max_tool_calls=0, tool_timeout=0.001, context_window=1
+    )
+    assert (smallest.max_turns, smallest.max_tool_calls) == (1, 0)
+    assert (smallest.tool_timeout, smallest.context_window) == (0.001, 1)
+
+
+def test_a_conversation_takes_only_messages() -> None:
+    conversation = ollm.Conversation()
+    with pytest.raises(TypeError) as refused:
+        conversation.append("hello")  # type: ignore[arg-type]
+    assert str(refused.value) == "expected a Message, got str"
+    assert len(conversation) == 0
