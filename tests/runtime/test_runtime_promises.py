@@ -5,8 +5,11 @@ where arguments that cannot be used are cut short in the words the model reads."
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 import anyio
 import pytest
@@ -420,3 +423,43 @@ def test_a_conversation_takes_only_messages() -> None:
         conversation.append("hello")  # type: ignore[arg-type]
     assert str(refused.value) == "expected a Message, got str"
     assert len(conversation) == 0
+
+
+class Pack:
+    """The smallest toolset: a name, and open() that gives no tools."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def open(self) -> AbstractAsyncContextManager[Sequence[ollm.Tool]]:
+        return contextlib.nullcontext(())  # type: ignore[return-value]
+
+
+def test_a_client_keeps_each_toolset_once_and_refuses_what_is_not_one_in_words() -> None:
+    git, files, web = Pack("git"), Pack("files"), Pack("web")
+    chat_client = ollm.ChatClient(ollm.Registries(), toolsets=[git, files], tools=[git, web])
+    assert chat_client.toolsets == (git, files, web)
+    refusals: list[tuple[dict[str, Any], type[Exception], str]] = [
+        ({"toolsets": "git"}, TypeError, TOOLSETS),
+        ({"toolsets": [git, 42]}, TypeError, TOOLSETS),
+        ({"toolsets": git}, TypeError, TOOLSETS),
+        (
+            {"toolsets": [git, Pack("git")]},
+            ValueError,
+            "two toolsets are named 'git': give each its own name, since the name prefixes"
+            " its tools",
+        ),
+        ({"registries": {}}, TypeError, "registries must be an ollm.Registries"),
+    ]
+    for settings, error, words in refusals:
+        with pytest.raises(error) as refused:
+            ollm.ChatClient(**settings)
+        assert str(refused.value) == words
+
+
+TOOLSETS = "toolsets must be a list of toolsets (objects with a name and open())"
+
+
+def test_the_limits_are_on_by_default_as_the_readme_says() -> None:
+    settings = ollm.ChatClient(ollm.Registries()).settings
+    assert (settings.max_turns, settings.max_tool_calls, settings.tool_timeout) == (10, 50, 60.0)
