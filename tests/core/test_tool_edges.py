@@ -399,6 +399,8 @@ def _doc(*lines: str) -> str:
         ),
         # Google: prose after a section that is not the arguments is not the description.
         (_doc("Sum.", "", "Returns:", "    The sum.", "", "See the manual."), "Sum.", {}),
+        # Sphinx: nor is prose after the fields.
+        (_doc("Sum.", "", ":param a: First.", "", "See the manual."), "Sum.", {"a": "First."}),
         # A header on the last two lines is a header.
         (_doc("Sum.", "", "Parameters", "----------"), "Sum.", {}),
         # Sphinx: every kind of parameter field, continuations with one space, fields
