@@ -8,6 +8,11 @@ connection). Every test talks to a real socket on 127.0.0.1, on asyncio and trio
 
 from __future__ import annotations
 
+import socket
+import struct
+
+import anyio
+import anyio.abc
 import pytest
 from raw_http import CLOSE, raw_server
 
@@ -129,6 +134,56 @@ async def test_an_expired_idle_connection_is_not_used() -> None:
         assert (await http.request("GET", "/")).content == b"one"
         assert (await http.request("GET", "/")).content == b"two"
         assert server.connections == 2
+        await http.aclose()
+
+
+async def test_an_idle_connection_the_server_reset_is_not_used_for_a_post() -> None:
+    """A reset (RST, not FIN) makes the idle check fail with an error: not reusable."""
+    reset = anyio.Event()
+
+    async def answer_then_reset(request: bytes, stream: anyio.abc.ByteStream) -> None:
+        await stream.send(ok_body(b"one"))
+        raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        await stream.aclose()  # on loopback the RST is in the client's socket at once
+        reset.set()
+
+    async with raw_server([answer_then_reset, ok_body(b"two")]) as server:
+        http = client(server.url)
+        assert (await http.request("POST", "/a", json={})).content == b"one"
+        await reset.wait()
+        assert (await http.request("POST", "/b", json={})).content == b"two"
+        assert server.paths() == ["/a", "/b"]  # the POST was sent once, on a new connection
+        assert server.connections == 2
+        await http.aclose()
+
+
+async def test_no_more_than_max_idle_connections_are_kept_between_requests() -> None:
+    """Two replies at once need two connections; with max_idle=1 only one is kept."""
+
+    def in_pairs() -> object:
+        pair = anyio.Event()
+        waiting = 0
+
+        async def answer(request: bytes, stream: anyio.abc.ByteStream) -> None:
+            nonlocal waiting
+            waiting += 1
+            if waiting == 2:
+                pair.set()
+            await pair.wait()  # both requests are out: each holds its own connection
+            await stream.send(ok_body(b"ok"))
+
+        return answer
+
+    first, second = in_pairs(), in_pairs()
+    async with raw_server([first, first, second, second]) as server:  # type: ignore[list-item]
+        http = client(server.url, limits=Limits(max_idle=1))
+        for _ in range(2):
+            async with anyio.create_task_group() as group:
+                for _ in range(2):
+                    group.start_soon(http.request, "GET", "/")
+        # The second pair found one connection kept, and opened one more.
+        assert server.connections == 3
         await http.aclose()
 
 

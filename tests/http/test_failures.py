@@ -122,8 +122,13 @@ async def test_a_body_cut_short_is_an_interrupted_stream() -> None:
             async with http.stream("POST", "/", json={}) as reply:
                 got.extend([line async for line in reply.lines()])
 
-        with pytest.raises(ollm.StreamInterruptedError, match="broke before the reply"):
+        with pytest.raises(ollm.StreamInterruptedError) as caught:
             await read()
+        assert caught.value.message == (
+            f"The connection to Test at {server.url} broke before the reply was complete"
+            " (RemoteProtocolError: peer closed connection without sending complete message"
+            " body). Try again; if it keeps happening, check the server's log."
+        )
         assert got == []
         await http.aclose()
 

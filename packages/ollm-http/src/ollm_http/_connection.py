@@ -56,16 +56,12 @@ class Connection:
         "_status",
         "_version",
         "idle_since",
-        "origin",
         "received_any",
-        "requests",
         "stream",
     )
 
-    def __init__(self, stream: anyio.abc.ByteStream, origin: tuple[str, str, int]) -> None:
+    def __init__(self, stream: anyio.abc.ByteStream) -> None:
         self.stream = stream
-        self.origin = origin
-        self.requests = 0
         self.idle_since = time.monotonic()
         self._raw: socket.socket | None = stream.extra(SocketAttribute.raw_socket, None)
         self._closed = False
@@ -234,7 +230,6 @@ class Connection:
         """After a reply: whether the connection can serve another one (and reset it)."""
         reusable = self._complete and self._keep_alive and not self._body and not self._closed
         if reusable:
-            self.requests += 1
             self.idle_since = time.monotonic()
             self._reset()
         return reusable

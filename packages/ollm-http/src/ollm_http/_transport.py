@@ -179,7 +179,7 @@ class HTTPTransport(httpx.AsyncBaseTransport):
             ) from None
         except (OSError, anyio.BrokenResourceError) as exc:
             raise httpx.ConnectError(_describe(exc)) from exc
-        return Connection(stream, key)
+        return Connection(stream)
 
     def _ssl_context(self) -> ssl.SSLContext:
         if self._ssl is None:
