@@ -55,7 +55,11 @@ async def test_a_protocol_switch_is_refused() -> None:
         http = client(server.url)
         with pytest.raises(ollm.BadResponseError) as caught:
             await http.request("GET", "/")
-        assert "the server switched protocols, which ollm does not do" in str(caught.value)
+        assert caught.value.message == (
+            f"Test at {server.url} answered with something that is not valid HTTP (the server"
+            " switched protocols, which ollm does not do). Check that"
+            f" {server.url} is the right server. Check TEST_HOST."
+        )
         await http.aclose()
 
 

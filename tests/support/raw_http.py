@@ -36,6 +36,7 @@ class RawServer:
 
     port: int = 0
     scheme: str = "http"
+    host: str = "127.0.0.1"
     requests: list[bytes] = field(default_factory=list)
     connections: int = 0
     open_now: int = 0
@@ -43,7 +44,8 @@ class RawServer:
 
     @property
     def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
 
     def paths(self) -> list[str]:
         return [r.split(b" ", 2)[1].decode() for r in self.requests]
@@ -73,11 +75,11 @@ async def _read_request(stream: anyio.abc.ByteStream, buffer: bytearray) -> byte
 
 @asynccontextmanager
 async def raw_server(
-    answers: Sequence[Answer], *, tls: ssl.SSLContext | None = None
+    answers: Sequence[Answer], *, tls: ssl.SSLContext | None = None, host: str = "127.0.0.1"
 ) -> AsyncIterator[RawServer]:
-    """Serve ``answers`` in order, over any number of connections."""
+    """Serve ``answers`` in order, over any number of connections, on ``host``."""
     queue = list(answers)
-    server = RawServer(scheme="https" if tls else "http")
+    server = RawServer(scheme="https" if tls else "http", host=host)
 
     async def handle(stream: anyio.abc.ByteStream) -> None:
         server.connections += 1
@@ -114,7 +116,7 @@ async def raw_server(
             server.open_now -= 1
 
     listener: anyio.abc.Listener[anyio.abc.ByteStream] = await anyio.create_tcp_listener(
-        local_host="127.0.0.1"
+        local_host=host
     )
     server.port = listener.extra(anyio.abc.SocketAttribute.local_port)
     if tls is not None:
@@ -140,13 +142,13 @@ def chunked(*chunks: bytes) -> bytes:
 
 
 def self_signed_certificate(where: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and its key, made by the openssl command."""
+    """A self-signed certificate for 127.0.0.1 (and .2) and its key, made by the openssl command."""
     cert, key = where / "cert.pem", where / "key.pem"
     subprocess.run(
         [
             *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"),
             *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1,IP:127.0.0.2"),
         ],
         check=True,
         capture_output=True,
