@@ -170,9 +170,8 @@ async def test_httpx_with_the_transport_sees_a_read_timeout_in_words() -> None:
 async def test_httpx_with_the_transport_sees_each_replys_http_version() -> None:
     replies = [b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na"]
     replies.append(b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nb")
-    async with raw_server(replies) as server:
-        async with httpx.AsyncClient(transport=HTTPTransport()) as plain:
-            versions = [(await plain.get(server.url)).http_version for _ in replies]
+    async with raw_server(replies) as server, httpx.AsyncClient(transport=HTTPTransport()) as plain:
+        versions = [(await plain.get(server.url)).http_version for _ in replies]
     assert versions == ["HTTP/1.1", "HTTP/1.0"]
 
 
