@@ -285,7 +285,7 @@ async def test_each_setting_given_to_one_chat_wins_over_the_clients(anyio_backen
         return "never"
 
     two_calls = [ollm.ToolCall("a", "stuck", {}), ollm.ToolCall("b", "stuck", {})]
-    provider = ScriptedProvider(Reply(tool_calls=two_calls), "done", "again", "third")
+    provider = ScriptedProvider(Reply(tool_calls=two_calls), "done", "again", "third", "fourth")
     registries = ollm.Registries()
     registries.providers.register(provider)
     registries.strategies.register(ollm.StrategySpec("recover", Recover))
@@ -326,6 +326,9 @@ async def test_each_setting_given_to_one_chat_wins_over_the_clients(anyio_backen
     )
     assert (await chat_client.run("q")).text == "third"
     assert used == ["react", "react", "recover"]  # the client's own: recovery, automatically
+    # Recovery turned off for one chat, the strategy left to the runtime: plain native.
+    assert (await chat_client.run("q", recover_text_tool_calls=False)).text == "fourth"
+    assert used == ["react", "react", "recover"]
 
 
 NON_NEGATIVE = "max_tool_calls must be a non-negative integer"
