@@ -318,3 +318,34 @@ def test_a_client_collected_on_its_own_loop_thread_still_closes_and_stops(backen
         gc.enable()
     assert not thread.is_alive()
     assert provider.closed
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_closing_while_another_thread_reads_a_chat_ends_that_chat(backend: str) -> None:
+    """The chat waiting in the loop is cancelled, not waited for; its history stays whole."""
+    provider = ScriptedProvider(Reply("Hello", hang=True))
+    sync = ollm.SyncChatClient(
+        ollm.ChatClient(ollm.Registries(), provider=provider), backend=backend
+    )
+    seen: list[str] = []
+    first = threading.Event()
+
+    def read() -> None:
+        try:
+            for event in sync.chat("hi"):
+                seen.append(type(event).__name__)
+                first.set()
+        except RuntimeError as exc:
+            seen.append(str(exc))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    first.wait()
+    closer = threading.Thread(target=sync.close, daemon=True)  # a hang fails the test only
+    closer.start()
+    closer.join(60.0)
+    reader.join(60.0)
+    assert not closer.is_alive()
+    assert seen == ["TextEvent", "this SyncChatClient is closed"]
+    last = sync.conversation.messages[-1]
+    assert (last.text, last.incomplete) == ("Hello", True)
