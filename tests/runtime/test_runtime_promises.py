@@ -466,3 +466,32 @@ TOOLSETS = "toolsets must be a list of toolsets (objects with a name and open())
 def test_the_limits_are_on_by_default_as_the_readme_says() -> None:
     settings = ollm.ChatClient(ollm.Registries()).settings
     assert (settings.max_turns, settings.max_tool_calls, settings.tool_timeout) == (10, 50, 60.0)
+
+
+async def test_a_conversation_forks_extends_iterates_and_starts_afresh(anyio_backend: str) -> None:
+    provider = ScriptedProvider("first", "second", "third")
+    chat_client = client(provider)
+    await chat_client.run("one")
+    fork = chat_client.conversation.fork()
+    await chat_client.run("two")
+    assert [m.text for m in fork] == ["one", "first"]  # the fork is its own copy
+    assert [m.text for m in chat_client.conversation] == ["one", "first", "two", "second"]
+    # Iterating takes a snapshot: appending meanwhile changes the conversation, not the loop.
+    seen = []
+    for message in fork:
+        seen.append(message.text)
+        fork.append(ollm.Message.user("more"))
+    assert (seen, len(fork)) == (["one", "first"], 4)
+    fork.extend([ollm.Message.user("a"), ollm.Message.assistant("b")])
+    assert [m.text for m in fork][-2:] == ["a", "b"]
+    with pytest.raises(TypeError):
+        fork.extend(["not a message"])  # type: ignore[list-item]
+    fresh = chat_client.new_conversation()
+    assert fresh is chat_client.conversation and len(fresh) == 0
+    await chat_client.run("three")
+    assert [m.text for m in fresh] == ["three", "third"]
+
+
+async def test_a_chat_result_shows_how_it_ended_in_its_repr(anyio_backend: str) -> None:
+    result = await client(ScriptedProvider("x" * 100)).run("hi")
+    assert repr(result) == f"ChatResult(finish_reason='stop', text={'x' * 60!r}, error=None)"
