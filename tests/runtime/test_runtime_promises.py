@@ -487,7 +487,8 @@ async def test_a_conversation_forks_extends_iterates_and_starts_afresh(anyio_bac
     with pytest.raises(TypeError):
         fork.extend(["not a message"])  # type: ignore[list-item]
     fresh = chat_client.new_conversation()
-    assert fresh is chat_client.conversation and len(fresh) == 0
+    assert fresh is chat_client.conversation
+    assert len(fresh) == 0
     await chat_client.run("three")
     assert [m.text for m in fresh] == ["three", "third"]
 
