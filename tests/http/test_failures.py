@@ -8,6 +8,7 @@ from __future__ import annotations
 import anyio
 import pytest
 from raw_http import CLOSE, HANG, chunked, ok, raw_server
+from runtime_helpers import settle
 
 import ollm
 from ollm_http import ErrorContext, HTTPClient, HTTPConfig, Limits, Timeouts
@@ -68,8 +69,14 @@ async def test_line_breaks_in_a_header_are_refused_before_sending(value: str) ->
         with pytest.raises(ollm.InvalidRequestError, match="X-Api-Key"):
             client(server.url, headers={"X-Api-Key": value})
         http = client(server.url)
-        with pytest.raises(ollm.InvalidRequestError, match="X-Other"):
+        with pytest.raises(ollm.InvalidRequestError) as refused:
             await http.request("GET", "/", headers={"X-Other": value})
+        assert refused.value.message == (
+            "The HTTP header 'X-Other' has a line break or NUL character in its value, which"
+            " would corrupt the request. Remove it from the headers you configured (an API key"
+            " or extra header copied with its newline, for example)."
+        )
+        assert refused.value.provider == "test"  # the provider it was meant for
         assert server.requests == []
         await http.aclose()
 
@@ -186,6 +193,32 @@ async def test_credentials_in_the_url_become_basic_auth_and_leave_the_url() -> N
         # base64("alice:s@cret")
         assert b"Authorization: Basic YWxpY2U6c0BjcmV0" in server.requests[0]
         await http.aclose()
+
+
+async def test_an_authorization_header_given_wins_over_credentials_in_the_url() -> None:
+    async with raw_server([ok(), ok()]) as server:
+        for name in ("Authorization", "authorization"):
+            http = client(
+                f"http://alice:secret@127.0.0.1:{server.port}", headers={name: "Bearer t0k"}
+            )
+            await http.request("GET", "/")
+            await http.aclose()
+        for request in server.requests:
+            headers = request.lower()
+            assert headers.count(b"authorization:") == 1
+            assert b"authorization: bearer t0k" in headers
+
+
+async def test_closing_the_client_closes_its_kept_alive_connections() -> None:
+    async with raw_server([ok(), ok()]) as server:
+        http = client(server.url)
+        await http.request("GET", "/")
+        assert server.open_now == 1  # kept alive
+        await http.aclose()
+        await settle(lambda: server.open_now == 0)
+        await http.request("GET", "/")  # a closed client opens a new pool when asked
+        await http.aclose()
+        assert server.connections == 2
 
 
 async def test_a_socks_proxy_without_socksio_is_a_clear_error(
