@@ -56,7 +56,7 @@ async def test_an_idle_connection_closed_by_the_server_is_not_used() -> None:
     async with raw_server([(ok(b"one"), CLOSE), ok(b"two")]) as server:
         http = client(server.url)
         await http.request("POST", "/a", json={})
-        await anyio.sleep(0.05)  # let the server's FIN arrive (no timing is measured)
+        await settle(lambda: server.open_now == 0)  # closed: on loopback its FIN is here
         assert (await http.request("POST", "/b", json={})).content == b"two"
         assert server.paths() == ["/a", "/b"]
         assert server.connections == 2
