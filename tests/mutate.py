@@ -9,6 +9,8 @@ distribution and every surviving mutant (`mutmut show NAME` in the stage shows i
     ./ollmw mutate                       every scope below
     ./ollmw mutate ollm-http             one distribution
     ./ollmw mutate ollm-core 'src/ollm/tools/*'   one distribution, chosen modules
+    ./ollmw mutate --recheck ollm-core   a finished run's survivors against the test
+                                         files changed since it started (see recheck)
 """
 
 from __future__ import annotations
@@ -151,7 +153,169 @@ def run(name: str, modules: list[str], tests: list[str]) -> tuple[int, int, list
     return killed, len(statuses), survived
 
 
+# -- --recheck: a finished run's survivors against the tests written since -------------
+#
+# A whole rerun takes hours; the survivors of a run are few. Each is planted, as mutmut
+# showed it, into a copy of the distribution's current source, and the test files changed
+# since the commit the run started from are run against it (the other files passed it
+# already). Mutants of functions changed since cannot be planted and are listed apart.
+
+
+def _mutant_function(name: str) -> str:
+    """``pkg.mod.xǁClassǁmethod__mutmut_3`` -> ``method``; ``pkg.mod.x_f__mutmut_3`` -> ``f``."""
+    mangled = name.rsplit(".", 1)[1].split("__mutmut_")[0]
+    return mangled.split("ǁ")[-1] if "ǁ" in mangled else mangled[2:]
+
+
+def _plant(source: Path, diff: str, name: str) -> str | None:
+    """The file's text with the mutant applied, or None when its context is gone."""
+    hunks: list[tuple[list[str], list[str]]] = []
+    for line in diff.splitlines():
+        if line.startswith("@@"):
+            hunks.append(([], []))
+        elif hunks and not line.startswith(("---", "+++")):
+            text = line[1:]
+            if line[:1] in (" ", ""):
+                hunks[-1][0].append(text)
+                hunks[-1][1].append(text)
+            elif line[:1] == "-":
+                hunks[-1][0].append(text)
+            elif line[:1] == "+":
+                hunks[-1][1].append(text)
+    lines = source.read_text().split("\n")
+    function = re.escape(_mutant_function(name))
+    owner = name.rsplit(".", 1)[1].split("ǁ")
+    start = 0
+    if len(owner) > 2:  # a method: look after its class
+        pattern = rf"class {re.escape(owner[1])}\b"
+        classes = [i for i, text in enumerate(lines) if re.match(pattern, text)]
+        start = classes[0] if classes else 0
+    defs = [
+        i
+        for i, text in enumerate(lines)
+        if i >= start and re.match(rf"\s*(async\s+)?def {function}\(", text)
+    ]
+    if not defs:
+        return None
+    indent = re.match(r"\s*", lines[defs[0]]).group(0)  # type: ignore[union-attr]
+    for old, new in hunks:
+        while old and new and old[-1] == "" and new[-1] == "":
+            old.pop()
+            new.pop()
+        old = [indent + t if t else t for t in old]
+        new = [indent + t if t else t for t in new]
+        at = next((i for i in range(defs[0], len(lines)) if lines[i : i + len(old)] == old), None)
+        if at is None:
+            return None
+        lines[at : at + len(old)] = new
+    return "\n".join(lines)
+
+
+def recheck(name: str) -> None:
+    where = STAGES / name
+    stats = where / "mutants" / "mutmut-stats.json"
+    if not stats.exists():
+        sys.exit(f"mutate: no finished run of {name} in {where}; run ./ollmw mutate {name}")
+    import json
+
+    recorded = json.loads(stats.read_text())
+    commit = recorded["git_commit"]
+    # The files whose tests reached this distribution in the run (the others need not run).
+    reaching = {
+        test.split("::")[0]
+        for tests in recorded["tests_by_mangled_function_name"].values()
+        for test in tests
+    }
+    changed = subprocess.run(
+        ["git", "diff", "--name-only", commit, "--", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    untracked = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    new = set(untracked) | {
+        f
+        for f in changed
+        if subprocess.run(
+            ["git", "cat-file", "-e", f"{commit}:{f}"], cwd=ROOT, capture_output=True
+        ).returncode
+    }
+    changed = [f for f in changed if f in reaching or f in new]
+    files = sorted(
+        f
+        for f in {*changed, *untracked}
+        if Path(f).name.startswith("test_") and (ROOT / f).exists()
+    )
+    mutmut = str(Path(sys.executable).with_name("mutmut"))
+    listing = subprocess.run([mutmut, "results"], cwd=where, capture_output=True, text=True).stdout
+    survivors = re.findall(r"^\s*(\S+): survived$", listing, re.M)
+    print(f"{len(survivors)} survivors of {name}; test files changed since {commit[:7]}:")
+    print("  " + "\n  ".join(files or ["(none)"]))
+    if not files:
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / "src"
+        shutil.copytree(ROOT / "packages" / name / "src", copy)
+        env = {**os.environ, "PYTHONPATH": str(copy), "HYPOTHESIS_PROFILE": "ci"}
+        verdicts: dict[str, list[str]] = {"killed": [], "survived": [], "changed since": []}
+        for mutant in survivors:
+            diff = subprocess.run(
+                [mutmut, "show", mutant], cwd=where, capture_output=True, text=True
+            ).stdout
+            header = re.search(r"^--- (src/\S+)", diff, re.M)
+            target = copy / header.group(1).removeprefix("src/") if header else None
+            planted = _plant(target, diff, mutant) if target and target.exists() else None
+            if target is None or planted is None:
+                verdicts["changed since"].append(mutant)
+                continue
+            original = target.read_text()
+            target.write_text(planted)
+            try:
+                result = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "pytest",
+                        "-q",
+                        "-x",
+                        "-p",
+                        "no:randomly",
+                        "-p",
+                        "no:cacheprovider",
+                        *files,
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    capture_output=True,
+                    timeout=600,
+                )
+                verdict = "killed" if result.returncode else "survived"
+            except subprocess.TimeoutExpired:
+                verdict = "killed"  # it hangs the tests: detected
+            finally:
+                target.write_text(original)
+            verdicts[verdict].append(mutant)
+            print(f"  {verdict}: {mutant}", flush=True)
+    for verdict, names in verdicts.items():
+        print(f"{verdict}: {len(names)}")
+    for mutant in verdicts["survived"] + verdicts["changed since"]:
+        print(f"  left: {mutant}")
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--recheck"]:
+        for name in argv[1:] or list(SCOPES):
+            recheck(name)
+        return
     chosen = dict(SCOPES)
     if argv:
         name = argv[0]
