@@ -247,11 +247,13 @@ def recheck(name: str) -> None:
             ["git", "cat-file", "-e", f"{commit}:{f}"], cwd=ROOT, capture_output=True
         ).returncode
     }
-    changed = [f for f in changed if f in reaching or f in new]
+    scope = SCOPES[name][1]
     files = sorted(
         f
         for f in {*changed, *untracked}
-        if Path(f).name.startswith("test_") and (ROOT / f).exists()
+        if Path(f).name.startswith("test_")
+        and (ROOT / f).exists()
+        and (f in reaching or (f in new and any(f.startswith(f"{t}/") for t in scope)))
     )
     mutmut = str(Path(sys.executable).with_name("mutmut"))
     listing = subprocess.run([mutmut, "results"], cwd=where, capture_output=True, text=True).stdout
@@ -266,6 +268,12 @@ def recheck(name: str) -> None:
         copy = Path(scratch) / "src"
         shutil.copytree(ROOT / "packages" / name / "src", copy)
         env = {**os.environ, "PYTHONPATH": str(copy), "HYPOTHESIS_PROFILE": "ci"}
+        pytest = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:randomly"]
+        pytest += ["-p", "no:cacheprovider", *files]
+        # A test that fails on the real code would "kill" every mutant: check them first.
+        baseline = subprocess.run(pytest, cwd=ROOT, env=env, capture_output=True, text=True)
+        if baseline.returncode:
+            sys.exit("mutate: these tests fail without any mutant:\n" + baseline.stdout[-2000:])
         verdicts: dict[str, list[str]] = {"killed": [], "survived": [], "changed since": []}
         for mutant in survivors:
             diff = subprocess.run(
@@ -280,24 +288,7 @@ def recheck(name: str) -> None:
             original = target.read_text()
             target.write_text(planted)
             try:
-                result = subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "pytest",
-                        "-q",
-                        "-x",
-                        "-p",
-                        "no:randomly",
-                        "-p",
-                        "no:cacheprovider",
-                        *files,
-                    ],
-                    cwd=ROOT,
-                    env=env,
-                    capture_output=True,
-                    timeout=600,
-                )
+                result = subprocess.run(pytest, cwd=ROOT, env=env, capture_output=True, timeout=600)
                 verdict = "killed" if result.returncode else "survived"
             except subprocess.TimeoutExpired:
                 verdict = "killed"  # it hangs the tests: detected
