@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+import random
 from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import Any
 
 import pytest
 
 import ollm
-from ollm_react import ReActStrategy
+from ollm_react import ReActStrategy, StreamScanner
 
 Collect = Callable[[AsyncIterable[Any]], Awaitable[list[Any]]]
 
@@ -79,3 +81,40 @@ def collect() -> Collect:
         return [event async for event in stream]
 
     return collect
+
+
+def weather_schema() -> ollm.ToolSchema:
+    """get_weather(city), with nothing else allowed."""
+    return ollm.ToolSchema(
+        name="get_weather",
+        description="The weather of a city.",
+        parameters={
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    )
+
+
+def stream_scan(chunks: list[str]) -> tuple[list[tuple[str, str]], StreamScanner]:
+    """What a StreamScanner shows for these chunks (merged by kind), and the scanner."""
+    scanner = StreamScanner()
+    outputs = [out for chunk in chunks for out in scanner.feed(chunk)] + scanner.end()
+    merged: list[tuple[str, str]] = []
+    for kind, text in outputs:
+        if merged and merged[-1][0] == kind:
+            merged[-1] = (kind, merged[-1][1] + text)
+        elif text:
+            merged.append((kind, text))
+    return merged, scanner
+
+
+def chunkings(text: str) -> list[list[str]]:
+    """1 character, 3 characters, seeded random splits, and whole."""
+    rng = random.Random(len(text))
+    randoms = []
+    for _ in range(6):
+        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(1, 9))))
+        randoms.append([text[a:b] for a, b in itertools.pairwise([0, *cuts, len(text)])])
+    return [list(text), [text[i : i + 3] for i in range(0, len(text), 3)], *randoms, [text]]

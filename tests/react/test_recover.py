@@ -4,7 +4,6 @@ through ChatClient and FakeOllamaServer; and replies with no call come out uncha
 from __future__ import annotations
 
 import itertools
-import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,6 +16,8 @@ from ollm_ollama import OllamaProvider
 from ollm_react import RecoveringStrategy, TextCallScanner
 from ollm_react.plugin import ollm_tool_strategies
 from ollm_testutils import FakeOllamaServer, OllamaReply, Reply, ScriptedProvider
+
+from .conftest import chunkings, weather_schema
 
 pytestmark = pytest.mark.anyio
 
@@ -67,29 +68,6 @@ NOT_CALLS: dict[str, str] = {
     "a code block that is the whole reply": "```python\nprint({'name': 1})\n```",
     "brackets": "[1, 2, 3]",
 }
-
-
-def weather_schema() -> ollm.ToolSchema:
-    return ollm.ToolSchema(
-        name="get_weather",
-        description="The weather of a city.",
-        parameters={
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-            "additionalProperties": False,
-        },
-    )
-
-
-def chunkings(text: str) -> list[list[str]]:
-    """1 character, 3 characters, seeded random splits, and whole."""
-    rng = random.Random(len(text))
-    randoms = []
-    for _ in range(6):
-        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(1, 9))))
-        randoms.append([text[a:b] for a, b in itertools.pairwise([0, *cuts, len(text)])])
-    return [list(text), [text[i : i + 3] for i in range(0, len(text), 3)], *randoms, [text]]
 
 
 async def through_strategy(chunks: list[str]) -> list[ollm.ProviderEvent]:

@@ -7,22 +7,11 @@ import pytest
 from ollm_react import StreamScanner
 from ollm_react._parser import ParsedAnswer, parse_reply
 
-
-def scan(chunks: list[str]) -> tuple[list[tuple[str, str]], StreamScanner]:
-    """What a scanner shows for these chunks (merged by kind), and the scanner."""
-    scanner = StreamScanner()
-    outputs = [out for chunk in chunks for out in scanner.feed(chunk)] + scanner.end()
-    merged: list[tuple[str, str]] = []
-    for kind, text in outputs:
-        if merged and merged[-1][0] == kind:
-            merged[-1] = (kind, merged[-1][1] + text)
-        elif text:
-            merged.append((kind, text))
-    return merged, scanner
+from .conftest import stream_scan
 
 
 def shown(chunks: list[str]) -> list[tuple[str, str]]:
-    return scan(chunks)[0]
+    return stream_scan(chunks)[0]
 
 
 @pytest.mark.parametrize("size", [1, 3, 1000])
@@ -225,7 +214,7 @@ REPLIES: dict[str, tuple[list[tuple[str, str]], str | None, bool, bool]] = {
 @pytest.mark.parametrize("reply", list(REPLIES))
 def test_what_each_reply_shows_and_where_it_stops(reply: str, size: int) -> None:
     expected, stop, answering, in_action = REPLIES[reply]
-    merged, scanner = scan([reply[i : i + size] for i in range(0, len(reply), size)])
+    merged, scanner = stream_scan([reply[i : i + size] for i in range(0, len(reply), size)])
     assert (merged, scanner.stop) == (expected, stop)
     assert (scanner.answering, scanner.in_action, scanner.saw_marker) == (
         answering,
@@ -240,7 +229,7 @@ def test_what_each_reply_shows_and_where_it_stops(reply: str, size: int) -> None
 
 @pytest.mark.parametrize("reply", ["hello <thi", "plan</thi", "hello <think>x"])
 def test_an_unfinished_tag_at_the_end_is_part_of_an_implicit_answer(reply: str) -> None:
-    merged, scanner = scan(list(reply))
+    merged, scanner = stream_scan(list(reply))
     assert (merged, scanner.stop, scanner.saw_marker) == ([("text", reply)], None, False)
 
 

@@ -137,8 +137,11 @@ def feedback(problem: FormatProblem, tools: Sequence[ToolSchema]) -> str:
         return f"{what}\n{shapes(tools)}"
     tool = next((t for t in tools if t.name == problem.tool), None)
     what = f"Observation: Error: your reply could not be used: {problem.detail}."
-    fix = _FIXES.get(problem.kind, "")
-    return f"{what} {fix}\n{shapes(tools, tool)}".replace(" \n", "\n")
+    fix = _FIXES.get(problem.kind)
+    # Joined here, not by editing the whole text: the detail may quote the model's words.
+    if fix:
+        what = f"{what} {fix}"
+    return f"{what}\n{shapes(tools, tool)}"
 
 
 def wrap_up_prompt() -> str:

@@ -30,6 +30,7 @@ The rules (README, "Calls written as text"):
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -213,7 +214,14 @@ class TextCallScanner:
             after = content[close + len(_HERMES_CLOSE) :] if close >= 0 else ""
             calls = self._calls(inner.strip(), strict=False)
             if calls is None:
-                return self._release_tag()
+                if close < 0:
+                    return self._release_tag()
+                # Only this block is text: a block after it may still be a call, as it
+                # is when the two arrive in separate chunks.
+                self._show(held[: len(tag) + close + len(_HERMES_CLOSE)])
+                self._held = after
+                self._mode = _TEXT
+                return True
             self._out.append(("calls", calls, "hermes"))
             self._held = after
             self._mode = _TEXT
@@ -411,7 +419,7 @@ class RecoveringStrategy:
     ) -> AsyncIterator[ProviderEvent]:
         scanner = TextCallScanner(request.tools)
         first = sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")
-        numbers = iter(range(first + 1, first + 10_000))
+        numbers = itertools.count(first + 1)
         events = provider.chat_stream(request)
         try:
             async for event in events:

@@ -85,7 +85,7 @@ class ReActStrategy:
         self._call_keys: dict[str, str] = {}
         self._results: dict[str, str] = {}
         self._wrap_up_next = False
-        self._system: tuple[tuple[ToolSchema, ...], str | None, str, str | None] | None = None
+        self._system: tuple[tuple[ToolSchema, ...], str | None, str, bool, str | None] | None = None
         # The current turn's state.
         self._chunks: list[str] = []
         self._streamed = False
@@ -134,15 +134,16 @@ class ReActStrategy:
             and cached[0] is tools
             and cached[1] == system
             and cached[2] == tool_choice
+            and cached[3] == self.worked_example
         ):
-            return cached[3]
+            return cached[4]
         prompt = system
         if tools:
             instructions = build_instructions(
                 tools, worked_example=self.worked_example, tool_choice=tool_choice
             )
             prompt = f"{instructions}\n\n{system}" if system else instructions
-        self._system = (tools, system, tool_choice, prompt)
+        self._system = (tools, system, tool_choice, self.worked_example, prompt)
         return prompt
 
     # -- the stream --------------------------------------------------------------------
@@ -224,14 +225,13 @@ class ReActStrategy:
         is shown now, as the parser reads it; protocol text never is.
         """
         events = _events(scanner.end())
-        if self._wrapping_up:
-            return events
         parsed = self._parse()
         if not scanner.answering:
             events = [event for event in events if type(event) is not TextEvent]
             if isinstance(parsed, ParsedAnswer):
                 events.append(TextEvent(parsed.answer))
-        if isinstance(parsed, ParsedAction):
+        if isinstance(parsed, ParsedAction) and not self._wrapping_up:
+            # At the turn limit no tool runs: the review shows the call's thought instead.
             events.append(ToolCallEvent(ToolCall(self._call_id, parsed.tool, parsed.args)))
         return events
 
@@ -380,9 +380,9 @@ def _last_answer(parsed: ParsedReply) -> ReplyReview:
         return ReplyReview(
             message=Message.assistant(parsed.answer, thinking=parsed.thought or None)
         )
-    text = without_protocol_text(
-        parsed.thought or (parsed.text if isinstance(parsed, FormatProblem) else "")
-    )
+    # Only the thought: a malformed reply's text without one is all protocol (markers,
+    # a call written as JSON, a fence), never an answer.
+    text = without_protocol_text(parsed.thought)
     if not text:
         text = "I could not finish within the turn limit."
     return ReplyReview(message=Message.assistant(text), events=(TextEvent(text),))

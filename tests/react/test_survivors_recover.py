@@ -1,0 +1,284 @@
+"""What the mutation run of the text-call recovery and the streaming scanner asked about.
+
+TextCallScanner: the call shapes and separators each format accepts, the space a list or
+a fence may hold before its call, a reply exactly 64 KiB long, a bad ``<tool_call>``
+block before a good one (found the same under every chunking), a provider stream with no
+``aclose``, ids past the ten-thousandth recovered call. StreamScanner: what it shows when
+the chunks fall at a line's middle, a thought's end or a trailing space, and a second
+``end()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ollm
+from ollm_react import RecoveringStrategy, StreamScanner, TextCallScanner
+from ollm_react._parser import ParsedAnswer, parse_reply
+from ollm_testutils import Reply, ScriptedProvider
+
+from .conftest import chunkings, stream_scan, weather_schema
+
+pytestmark = pytest.mark.anyio
+
+CALL = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+OSLO = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+PARIS = ("get_weather", {"city": "Paris"})
+OSLO_CALL = ("get_weather", {"city": "Oslo"})
+
+
+def flights_schema() -> ollm.ToolSchema:
+    """A tool whose argument is an object (braces inside the arguments)."""
+    return ollm.ToolSchema(
+        name="find_flights",
+        description="Flights on a route.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "route": {
+                    "type": "object",
+                    "properties": {"from": {"type": "string"}, "to": {"type": "string"}},
+                    "required": ["from", "to"],
+                }
+            },
+            "required": ["route"],
+        },
+    )
+
+
+def xcode_schema() -> ollm.ToolSchema:
+    """A tool whose name begins with a capital X."""
+    return ollm.ToolSchema(
+        name="Xcode_build", description="Build a project.", parameters={"type": "object"}
+    )
+
+
+SCHEMAS = (weather_schema(), flights_schema(), xcode_schema())
+
+
+def scan(chunks: list[str]) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+    """The text a TextCallScanner shows for these chunks, and the calls it recovers."""
+    scanner = TextCallScanner(SCHEMAS)
+    outputs = [out for chunk in chunks for out in scanner.feed(chunk)] + scanner.end()
+    text = "".join(out[1] for out in outputs if out[0] == "text")  # type: ignore[misc]
+    calls = [call for out in outputs if out[0] == "calls" for call in out[1]]  # type: ignore[misc]
+    return text, calls
+
+
+# reply -> the calls recovered from it (none: the reply is shown as it was written)
+RECOVERED: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    # a list may hold space before its first call, a fence space before its JSON
+    f"[\n  {CALL}\n]": [PARIS],
+    f"[ {CALL}, {OSLO} ]": [PARIS, OSLO_CALL],
+    f"```json\n  {CALL}\n```": [PARIS],
+    f"```json\n\n{CALL}\n```\n": [PARIS],
+    # a fence that is not the whole reply is shown, whatever it holds
+    f"```json\n{CALL}\n```\nThat is the call I would make.": [],
+    f"```json\n{CALL}\nand no closing fence": [],
+    # Llama: only space, newlines, ";" and "," between calls; the tag may be in an argument
+    f"<|python_tag|>{CALL};{OSLO}": [PARIS, OSLO_CALL],
+    f"<|python_tag|>{CALL}\n{OSLO}": [PARIS, OSLO_CALL],
+    f"<|python_tag|>{CALL}X{OSLO}": [],
+    f"<|python_tag|>{CALL} XX": [],
+    '<|python_tag|>{"name": "get_weather", "parameters": {"city": "[TOOL_CALLS]"}}': [
+        ("get_weather", {"city": "[TOOL_CALLS]"})
+    ],
+    # Mistral: one object, an empty segment, a name of any first letter, nested arguments
+    f"[TOOL_CALLS]{CALL}": [PARIS],
+    f"[TOOL_CALLS] {OSLO}[TOOL_CALLS]{CALL}": [OSLO_CALL, PARIS],
+    '[TOOL_CALLS] [TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}': [PARIS],
+    "[TOOL_CALLS]Xcode_build[ARGS]{}": [("Xcode_build", {})],
+    '[TOOL_CALLS]find_flights{"route": {"from": "Paris", "to": "Oslo"}}': [
+        ("find_flights", {"route": {"from": "Paris", "to": "Oslo"}})
+    ],
+    # a bad <tool_call> block is text; the good one after it is still a call
+    f"<tool_call>{{bad json}}</tool_call> then <tool_call>{CALL}</tool_call>": [PARIS],
+    f"<tool_call>{CALL[:-1]}</tool_call><tool_call>{OSLO}</tool_call>\nDone.": [OSLO_CALL],
+    f"<tool_call></tool_call><tool_call>{CALL}</tool_call>": [PARIS],
+}
+SHOWN = {
+    f"<tool_call>{{bad json}}</tool_call> then <tool_call>{CALL}</tool_call>": (
+        "<tool_call>{bad json}</tool_call> then "
+    ),
+    f"<tool_call>{CALL[:-1]}</tool_call><tool_call>{OSLO}</tool_call>\nDone.": (
+        f"<tool_call>{CALL[:-1]}</tool_call>\nDone."
+    ),
+    f"<tool_call></tool_call><tool_call>{CALL}</tool_call>": "<tool_call></tool_call>",
+}
+
+
+@pytest.mark.parametrize("reply", list(RECOVERED), ids=lambda reply: reply[:50])
+def test_what_each_reply_recovers_under_every_chunking(reply: str) -> None:
+    expected = RECOVERED[reply]
+    for chunks in chunkings(reply):
+        text, calls = scan(chunks)
+        assert calls == expected, chunks
+        if reply in SHOWN:
+            assert text == SHOWN[reply], chunks
+        elif expected:
+            assert text.strip() == "", chunks
+        else:
+            assert text == reply, chunks
+
+
+def test_a_bad_block_is_shown_as_soon_as_its_closing_tag_comes() -> None:
+    scanner = TextCallScanner(SCHEMAS)
+    assert scanner.feed("Hm. <tool_call>{bad") == [("text", "Hm. ")]
+    assert scanner.feed("}</tool_call> so I will ") == [
+        ("text", "<tool_call>{bad}</tool_call> so I will ")
+    ]
+    assert scanner.feed(f"<tool_call>{CALL}</tool_call>") == [("calls", [PARIS], "hermes")]
+
+
+@pytest.mark.parametrize("start", ["[1", "[ 7,", "[-", '[ "a'])
+def test_a_list_that_cannot_hold_calls_is_shown_at_once(start: str) -> None:
+    scanner = TextCallScanner(SCHEMAS)
+    assert scanner.feed(start) == [("text", start)]
+
+
+def test_a_bare_call_of_exactly_64_kib_is_a_call_and_one_byte_more_is_text() -> None:
+    from ollm_react._recover import MAX_HELD  # the limit has no public name
+
+    def city(size: int) -> str:
+        return "P" * (size - len(CALL.replace("Paris", "")))
+
+    def reply(size: int) -> str:
+        return CALL.replace("Paris", city(size))
+
+    exact = reply(MAX_HELD)
+    assert len(exact) == MAX_HELD
+    assert scan([exact]) == ("", [("get_weather", {"city": city(MAX_HELD)})])
+    assert scan([exact[:1000], exact[1000:]])[1] == scan([exact])[1]
+    over = reply(MAX_HELD + 1)
+    assert scan([over]) == (over, [])
+
+
+def test_a_second_end_shows_nothing_more() -> None:
+    """A caller may end a scanner twice (a cleanup path): the second end adds nothing."""
+    scanner = TextCallScanner(SCHEMAS)
+    assert scanner.feed(CALL) == []
+    assert scanner.end() == [("calls", [PARIS], "json")]
+    assert scanner.end() == []
+    for chunks in (["Thought: ok\nFinal An"], ["Hello"], ["Final Answer: 42\n```"]):
+        stream = StreamScanner()
+        for chunk in chunks:
+            stream.feed(chunk)
+        assert stream.end()
+        assert stream.end() == []
+
+
+# -- through the strategy ----------------------------------------------------------------
+
+
+def request(history: tuple[ollm.Message, ...] = ()) -> ollm.ProviderRequest:
+    return ollm.ProviderRequest(
+        model="qwen",
+        messages=(*history, ollm.Message.user("Weather?")),
+        tools=(weather_schema(), ollm.ToolSchema(name="now", parameters={"type": "object"})),
+    )
+
+
+class _PlainIterator:
+    """An async iterator that is not a generator: it has no ``aclose``."""
+
+    def __init__(self, events: list[ollm.ProviderEvent]) -> None:
+        self.events = iter(events)
+
+    def __aiter__(self) -> _PlainIterator:
+        return self
+
+    async def __anext__(self) -> ollm.ProviderEvent:
+        try:
+            return next(self.events)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+
+class _PlainProvider:
+    name = "plain"
+
+    def __init__(self, *events: ollm.ProviderEvent) -> None:
+        self.events = list(events)
+
+    def chat_stream(self, request: ollm.ProviderRequest) -> _PlainIterator:
+        return _PlainIterator(self.events)
+
+
+async def test_a_provider_stream_without_aclose_is_read_to_its_end() -> None:
+    provider = _PlainProvider(
+        ollm.TextEvent("Sure. "), ollm.TextEvent(f"<tool_call>{CALL}</tool_call>")
+    )
+    events = [e async for e in RecoveringStrategy().stream(provider, request())]  # type: ignore[arg-type]
+    assert [type(e) for e in events] == [ollm.TextEvent, ollm.NoticeEvent, ollm.ToolCallEvent]
+    assert events[0] == ollm.TextEvent("Sure. ")
+    assert events[2].call == ollm.ToolCall("recovered_1", "get_weather", {"city": "Paris"})  # type: ignore[attr-defined]
+
+
+async def test_ids_go_on_past_ten_thousand_calls_in_one_reply() -> None:
+    """Every recovered call gets its id, however many one reply holds."""
+    earlier = ollm.ToolCall("call_a", "now", {})
+    history = (
+        ollm.Message.user("Time?"),
+        ollm.Message.assistant("", tool_calls=(earlier,)),
+        ollm.Message.tool("12:00", call=earlier),
+    )
+    count = 10_001
+    chunks = ['<tool_call>{"name": "now"}</tool_call>'] * count
+    provider = ScriptedProvider(Reply(chunks))
+    events = [e async for e in RecoveringStrategy().stream(provider, request(history))]
+    ids = [e.call.id for e in events if isinstance(e, ollm.ToolCallEvent)]
+    assert ids == [f"recovered_{n}" for n in range(2, count + 2)]
+    assert isinstance(events[-1], ollm.FinishEvent)
+
+
+# -- the streaming scanner ---------------------------------------------------------------
+
+
+# chunks -> what is shown, merged by kind
+CHUNKED: list[tuple[list[str], list[tuple[str, str]]]] = [
+    # a marker in the middle of a line is text, wherever the chunks fall
+    (["The label reads ", "Final Answer: 42"], [("text", "The label reads Final Answer: 42")]),
+    (list("The label reads Final Answer: 42"), [("text", "The label reads Final Answer: 42")]),
+    # one trailing space at the end of a chunk is held, and dropped at the end
+    (["Final Answer: 4", "2 "], [("text", "42")]),
+    (["Final Answer: 4", "2 ", "x"], [("text", "42 x")]),
+    # a thought shown chunk by chunk still ends its line before the next one
+    (
+        ["Thought: a", "bc", "\nThought: d\nFinal Answer: e"],
+        [("thinking", "abc\nd"), ("text", "e")],
+    ),
+    # "```py" followed by more words is no fence: the answer keeps its own fence
+    (
+        ["```py", " is not a fence", "\nThought: x\nFinal Answer: a\n```"],
+        [("thinking", "```py is not a fence\nx"), ("text", "a\n```")],
+    ),
+]
+
+
+@pytest.mark.parametrize(("chunks", "expected"), CHUNKED, ids=lambda x: repr(x)[:40])
+def test_what_the_stream_scanner_shows_wherever_the_chunks_fall(
+    chunks: list[str], expected: list[tuple[str, str]]
+) -> None:
+    merged, scanner = stream_scan(chunks)
+    assert merged == expected
+    assert scanner.stop is None
+    if not scanner.answering:
+        # An answer written mid-line is the batch parser's to find (the strategy shows it).
+        assert (scanner.saw_marker, merged) == (False, [("text", "".join(chunks))])
+        return
+    parsed = parse_reply("".join(chunks), ())
+    assert isinstance(parsed, ParsedAnswer)
+    assert parsed.answer == "".join(text for kind, text in merged if kind == "text")
+
+
+def test_thinking_and_text_of_one_chunk_stay_apart() -> None:
+    """A thought whose last word is "text" is not merged into the answer after it."""
+    scanner = StreamScanner()
+    assert scanner.feed("Thought: text\nFinal Answer: 42") == [
+        ("thinking", "text"),
+        ("text", "42"),
+    ]
+    scanner = StreamScanner()
+    assert scanner.feed("Thought: thinking\nThought: more") == [("thinking", "thinking\nmore")]
