@@ -66,10 +66,22 @@ def test_tool_choice_becomes_a_rule(
         ("1e999", False, 'Observation: "1e999"'),
         ("Tool failed: boom", True, 'Observation: {"error": "Tool failed: boom"}'),
         ("Zürich", False, 'Observation: "Zürich"'),
+        ('{"città": "Roma"}', False, 'Observation: {"città": "Roma"}'),
+        ("échec: 404", True, 'Observation: {"error": "échec: 404"}'),
+        # only JSON's whitespace is around JSON; other text stays text, whatever it holds
+        ("\x0c42", False, 'Observation: "\\f42"'),
+        ("\u00a01\u00a0", False, 'Observation: "\u00a01\u00a0"'),
+        ("X1", False, 'Observation: "X1"'),
+        ("-Infinity", False, 'Observation: "-Infinity"'),
+        ("[NaN]", False, 'Observation: "[NaN]"'),
     ],
 )
 def test_observations_are_json(content: str, is_error: bool, shown: str) -> None:
     assert render_observation(content, is_error=is_error) == shown
+
+
+def test_a_result_is_not_an_error_unless_said() -> None:
+    assert render_observation('{"a": 1}') == 'Observation: {"a": 1}'
 
 
 def test_the_history_is_rendered_canonically() -> None:

@@ -397,6 +397,11 @@ INPUTS: list[tuple[str, dict[str, Any]]] = [
     ("'owls'", {"query": "owls"}),
     ('"abc', {"query": "abc"}),
     ('"a\\tb" and more', {"query": "a\tb"}),
+    # in backticks: the value inside them, as if written alone
+    ('`"Paris"`', {"query": "Paris"}),
+    ("`XML`", {"query": "XML"}),
+    ("XML", {"query": "XML"}),
+    ('"Xerox', {"query": "Xerox"}),
 ]
 
 
@@ -441,6 +446,13 @@ def test_a_python_literal_may_be_50000_characters_long() -> None:
     assert parsed == ParsedAction("calc", {"n": 1, "xs": ["y" * 49_980]})
     problem = detail(f"Action: calc\nAction Input: {_literal_input(50_001)}", (NUMBERS,))
     assert problem.startswith("Action Input is not valid JSON: Expecting property name")
+
+
+def test_the_length_limit_counts_the_literal_not_the_words_before_it() -> None:
+    words = "I will call it with these arguments. " * 800  # 29,600 characters
+    written = words + _literal_input(25_000)
+    parsed = parse_reply(f"Action: calc\nAction Input: {written}", (NUMBERS,))
+    assert parsed == ParsedAction("calc", {"n": 1, "xs": ["y" * 24_980]})
 
 
 # what is written after Action Input:, the problem the model is told
@@ -490,7 +502,8 @@ def test_each_action_input_problem_in_the_models_words(written: str, problem: st
 
 
 @pytest.mark.parametrize(
-    "written", ["", "None", "null", "n/a", "N/A.", "nothing", "Nothing.", "no input", "()"]
+    "written",
+    ["", "None", "null", "n/a", "N/A.", "nothing", "Nothing.", "no input", "()", "`None`", "``"],
 )
 def test_each_way_of_writing_no_input(written: str) -> None:
     parsed = parse_reply(f"Action: current_time\nAction Input: {written}", (NOW,))
@@ -591,3 +604,37 @@ def test_a_streamed_input_ends_at_its_closing_brace_whatever_comes_before_it() -
     scanner = StreamScanner()
     scanner.feed('Action: search\nAction Input: it\'s {"query": "owls"}')
     assert scanner.stop == "call closed"
+
+
+# -- a recursive schema: checked as deep as 64 levels, and never a RecursionError ---------
+
+NESTED = tool(
+    "nest",
+    {"x": {"$ref": "#/$defs/list"}},
+    ["x"],
+    **{
+        "$defs": {
+            "list": {
+                "type": "array",
+                "items": {"anyOf": [{"$ref": "#/$defs/list"}, {"type": "string"}]},
+            }
+        }
+    },
+)
+
+
+def _nested(levels: int) -> str:
+    return json.dumps({"x": json.loads("[" * levels + "1" + "]" * levels)})
+
+
+def test_a_misfit_deep_in_a_recursive_schema_is_found() -> None:
+    # 25 lists deep: each level is an array and a union, 50 steps of the 64 checked
+    assert detail(f"Action: nest\nAction Input: {_nested(25)}", (NESTED,)) == (
+        "Action Input does not fit the arguments of nest: Expected `array | string`, "
+        "got `int` - at `$.x" + "[0]" * 25 + "`"
+    )
+
+
+def test_a_value_nested_past_the_checked_depth_never_raises() -> None:
+    parsed = parse_reply(f"Action: nest\nAction Input: {_nested(900)}", (NESTED,))
+    assert isinstance(parsed, ParsedAction)

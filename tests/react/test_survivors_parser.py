@@ -274,3 +274,43 @@ def test_a_think_tag_opens_a_block_only_at_a_line_start_however_the_reply_is_cut
     assert ("<think>" in streamed(chunks)["thinking"]) is tag_is_text
     # the batch parser agrees: the answer's marker starts a line only after a block
     assert isinstance(parse_reply(reply, _search()), ParsedAnswer) is not tag_is_text
+
+
+# -- the tool an Action line names --------------------------------------------------------
+
+
+def _tools(*names: str) -> tuple[ollm.ToolSchema, ...]:
+    return tuple(ollm.ToolSchema(name=name, parameters=_search()[0].parameters) for name in names)
+
+
+def test_a_name_with_a_space_is_the_tool_it_spells_before_its_first_word() -> None:
+    reply = 'Action: search web\nAction Input: {"query": "owls"}'
+    assert parse_reply(reply, _tools("search", "search_web")) == ParsedAction("search_web", OWLS)
+    # and only when it spells none, its first word
+    reply = 'Action: search (the web)\nAction Input: {"query": "owls"}'
+    assert parse_reply(reply, _tools("search", "search_web")) == ParsedAction("search", OWLS)
+
+
+def test_lines_between_the_action_and_its_input_are_not_the_name() -> None:
+    reply = 'Action: search web\nfor the owls\nand the bats\nAction Input: {"query": "owls"}'
+    assert parse_reply(reply, _tools("search", "search_web")) == ParsedAction("search_web", OWLS)
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"), [(_NAME_100, _NAME_100), (_NAME_101, _NAME_100 + "...")]
+)
+def test_an_unknown_name_on_the_action_line_is_shown_up_to_100_characters(
+    name: str, shown: str
+) -> None:
+    parsed = parse_reply(f"Action: {name}\nAction Input: {{}}", _search())
+    assert isinstance(parsed, FormatProblem)
+    assert (parsed.kind, parsed.detail, parsed.tool) == (
+        "unknown_tool",
+        f"there is no tool named {shown!r}",
+        shown,
+    )
+
+
+def test_a_final_answer_written_as_json_keeps_its_characters() -> None:
+    reply = '{"action": "Final Answer", "action_input": {"città": "Roma"}}'
+    assert parse_reply(reply, _search()) == ParsedAnswer('{"città": "Roma"}')

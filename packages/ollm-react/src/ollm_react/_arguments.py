@@ -246,9 +246,9 @@ def _decode_object(body: str, start: int) -> Decoded:
             return Decoded(literal)
         return Decoded(problem=_describe(exc, body, start))
     except (ValueError, RecursionError) as exc:
-        literal = _python_literal(body, start)
-        if literal is not None:
-            return Decoded(literal)
+        # Not a Python literal either: JSON raises these only for NaN, Infinity, a number
+        # out of range (none of them a literal's value) or past a thousand levels (the
+        # Python parser stops at 200).
         reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         return Decoded(problem=f"Action Input is not valid JSON: {reason}")
     return Decoded(value)

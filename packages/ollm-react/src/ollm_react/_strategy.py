@@ -80,7 +80,7 @@ class ReActStrategy:
         # The chat's state.
         self._tools: tuple[ToolSchema, ...] = ()
         self._format_errors = 0
-        self._thought_only = 0
+        self._thought_only = False  # the last reply only thought
         self._calls: dict[str, int] = {}
         self._call_keys: dict[str, str] = {}
         self._results: dict[str, str] = {}
@@ -253,10 +253,10 @@ class ReActStrategy:
         if self._wrapping_up:
             return _last_answer(parsed)
         if isinstance(parsed, ParsedAction):
-            self._format_errors = self._thought_only = 0
+            self._format_errors, self._thought_only = 0, False
             return self._action(parsed)
         if isinstance(parsed, ParsedAnswer):
-            self._format_errors = self._thought_only = 0
+            self._format_errors, self._thought_only = 0, False
             return ReplyReview(
                 message=Message.assistant(parsed.answer, thinking=parsed.thought or None)
             )
@@ -267,12 +267,12 @@ class ReActStrategy:
         ):
             # A second reply in a row that only thinks: its thought is the answer (never
             # when it still holds protocol markers: the user would see them).
-            self._format_errors = self._thought_only = 0
+            self._format_errors, self._thought_only = 0, False
             return ReplyReview(
                 message=Message.assistant(parsed.thought),
                 events=(TextEvent(parsed.thought),),
             )
-        self._thought_only = self._thought_only + 1 if parsed.kind == "thought_only" else 0
+        self._thought_only = parsed.kind == "thought_only"
         self._format_errors += 1
         message = Message.assistant(parsed.text)
         if self._format_errors >= self.max_format_errors:
