@@ -33,6 +33,9 @@ def test_a_good_base_url_is_kept_without_its_trailing_slash(given: str, expected
         ("127.0.0.1:8000", "not an http:// or https:// address"),
         ("http://host:99999", "port that is not between 1 and 65535"),
         ("http://host:0", "port that is not between 1 and 65535"),
+        # what the URL parser itself refuses is words too, never a ValueError
+        ("http://[::1", "is not a valid address (Invalid IPv6 URL)"),
+        ("http://[zz]:80", "is not a valid address ('zz' does not appear to be an IPv4 or IPv6"),
     ],
 )
 def test_a_bad_base_url_names_the_setting_and_the_shape(given: str, needle: str) -> None:

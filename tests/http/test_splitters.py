@@ -94,3 +94,22 @@ def test_bytes_that_are_not_utf8_become_replacement_characters() -> None:
     splitter = EventSplitter()
     events = splitter.feed(b"event: caf\xe9\ndata: \xff\xfeok\n\n")
     assert events == [ServerSentEvent(event="caf\ufffd", data="\ufffd\ufffdok")]
+
+
+@pytest.mark.parametrize(
+    "blocks",
+    [
+        # a CRLF cut between its CR and its LF is one line end
+        [b"data: a\r", b"\ndata: b\r\n\r\n"],
+        [b"data: a\r", b"\n", b"\r", b"\n"],
+        # an LF that begins a block after a line without CR is a line end of its own
+        [b"data: a", b"\n\r\n"],
+        [b"data: a\ndata: b", b"\n\r"],
+    ],
+)
+def test_line_ends_of_every_kind_wherever_the_blocks_are_cut(blocks: list[bytes]) -> None:
+    data = b"".join(blocks).replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    expected = "\n".join(line[6:] for line in data.decode().split("\n") if line)
+    splitter = EventSplitter()
+    events = [event for block in blocks for event in splitter.feed(block)]
+    assert events == [ServerSentEvent(data=expected)]

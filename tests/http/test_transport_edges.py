@@ -119,7 +119,8 @@ async def test_a_request_sends_its_json_and_its_content() -> None:
 
 async def test_a_request_waits_by_its_own_timeouts_not_the_clients() -> None:
     async with raw_server([HANG]) as server:
-        http = client(server.url, timeouts=Timeouts(read=0.3))
+        # The client's own wait is for ever: only the request's timeout ends this one.
+        http = client(server.url, timeouts=Timeouts(read=None))
         with anyio.fail_after(30), pytest.raises(ollm.RequestTimeoutError) as caught:
             await http.request("GET", "/", timeouts=Timeouts(read=0.2), model="m1")
         assert caught.value.message == (
@@ -303,3 +304,42 @@ async def test_a_tls_record_broken_mid_reply_is_an_interrupted_stream(
     assert error.message.startswith(prefix)
     assert error.message.endswith("). Try again; if it keeps happening, check the server's log.")
     assert (error.provider, error.model) == ("test", "m1")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "why"),
+    [
+        ("http://127.0.0.1:x", "http://127.0.0.1:x", "InvalidURL: Invalid port: 'x'"),
+        ("http://h:99999999999", "http://h:99999999999", "InvalidURL: Invalid port: 99999999999"),
+        ("http://:8000/v1", "http://:8000/v1", "InvalidURL: it has no host"),
+        ("http://[zz]:80", "http://[zz]:80", "InvalidURL: Invalid IPv6 address: '[zz]'"),
+        # credentials never reach the message, even in a URL the parser refuses
+        ("http://user:secret@[::1/v1", "http://[::1/v1", "InvalidURL: Invalid port: ':1'"),
+        ("http://user:secret@:8000", "http://:8000", "InvalidURL: it has no host"),
+    ],
+)
+async def test_an_address_no_request_can_go_to_is_refused_in_words(
+    url: str, shown: str, why: str
+) -> None:
+    http = client(url)
+    with pytest.raises(ollm.InvalidRequestError) as caught:
+        await http.request("GET", "/")
+    assert caught.value.message == (
+        f"{shown} is not a usable address for Test ({why}). Check TEST_HOST."
+    )
+
+
+def test_the_base_url_loses_its_trailing_slashes_and_nothing_else() -> None:
+    assert client("http://127.0.0.1:9/apiX//").base_url == "http://127.0.0.1:9/apiX"
+
+
+async def test_the_transport_takes_a_request_without_timeouts() -> None:
+    """A request built by hand (no ``timeout`` extension, as httpx's client adds) waits
+    for ever at each step, as httpx's own transport does."""
+    async with raw_server([ok(b"plain")]) as server:
+        transport = HTTPTransport()
+        response = await transport.handle_async_request(httpx.Request("GET", server.url))
+        assert response.status_code == 200
+        assert await response.aread() == b"plain"
+        await response.aclose()
+        await transport.aclose()

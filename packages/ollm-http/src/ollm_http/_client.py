@@ -180,7 +180,16 @@ class HTTPClient:
         """The full URL of ``path`` (parsed once per path)."""
         url = self._urls.get(path)
         if url is None:
-            url = self._urls[path] = httpx.URL(self.base_url + path)
+            try:
+                url = httpx.URL(self.base_url + path)
+            except httpx.InvalidURL as exc:
+                raise self.error(exc) from None
+            if not url.host:
+                # httpx would take it for a relative URL and blame its scheme.
+                raise self.error(httpx.InvalidURL("it has no host"))
+            if url.port is not None and not 0 < url.port < 65536:
+                raise self.error(httpx.InvalidURL(f"Invalid port: {url.port}"))
+            self._urls[path] = url
         return url
 
     def error(

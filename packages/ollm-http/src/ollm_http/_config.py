@@ -134,7 +134,16 @@ def check_header(name: str, value: str, context: ErrorContext | None = None) -> 
 
 def split_credentials(url: str) -> tuple[str, str | None]:
     """``url`` without its ``user:password@``, and the Basic ``Authorization`` they make."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        # Not a URL the parser takes (the request says so, in words): it keeps no
+        # credentials all the same, so none can reach a message.
+        scheme, separator, rest = url.partition("://")
+        authority, slash, path = rest.partition("/")
+        if separator and "@" in authority:
+            url = f"{scheme}{separator}{authority.rpartition('@')[2]}{slash}{path}"
+        return url, None
     if parts.username is None and parts.password is None:
         return url, None
     host = parts.hostname or ""

@@ -18,8 +18,15 @@ def check_base_url(url: str, setting: str, example: str) -> str:
     ``example`` is shown as the shape to use.
     """
     url = url.strip().rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError as exc:  # brackets that hold no IPv6 address, or are not closed
+        raise InvalidRequestError(
+            f"{url!r} ({setting}) is not a valid address ({exc}). Use the server's base URL, "
+            f"for example {example}."
+        ) from None
+    if parts.scheme not in ("http", "https") or not host:
         raise InvalidRequestError(
             f"{url!r} ({setting}) is not an http:// or https:// address. Use the server's "
             f"base URL, for example {example}."

@@ -110,7 +110,6 @@ class HTTPTransport(httpx.AsyncBaseTransport):
                 "http_version": f"HTTP/{version}".encode(),
                 "network_stream": _NetworkStream(connection),
             },
-            request=request,
         )
 
     async def _exchange(
@@ -148,7 +147,7 @@ class HTTPTransport(httpx.AsyncBaseTransport):
                 if retry:
                     log.debug("a kept-alive connection to %s failed (%r); retrying", key, exc)
                     continue
-                raise _as_httpx(exc, connection, request) from exc
+                raise _as_httpx(exc, connection) from exc
 
     async def _take_idle(self, origin: _Origin) -> Connection | None:
         idle = origin.idle
@@ -251,7 +250,7 @@ class _Body(httpx.AsyncByteStream):
         except BaseException as exc:
             await self._finish(clean=False)
             if isinstance(exc, (TimeoutError, OSError, anyio.BrokenResourceError, BadHTTPError)):
-                raise _as_httpx(exc, connection, None) from exc
+                raise _as_httpx(exc, connection) from exc
             raise
 
     async def _finish(self, *, clean: bool) -> None:
@@ -308,19 +307,20 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _as_httpx(
-    exc: BaseException, connection: Connection, request: httpx.Request | None
-) -> BaseException:
-    """The httpx exception for a failure under it (httpx's own pass through)."""
-    kwargs: dict[str, Any] = {"request": request} if request is not None else {}
+def _as_httpx(exc: BaseException, connection: Connection) -> BaseException:
+    """The httpx exception for a failure under it (httpx's own pass through).
+
+    As with httpx's own transport, the request is not attached here: httpx's client
+    and its response attach it to every error that comes through them.
+    """
     if isinstance(exc, httpx.HTTPError):
         return exc
     if isinstance(exc, TimeoutError):
-        return httpx.ReadTimeout("the server sent nothing for too long", **kwargs)
+        return httpx.ReadTimeout("the server sent nothing for too long")
     if isinstance(exc, (OSError, anyio.BrokenResourceError)):
         if connection.received_any:
-            return httpx.ReadError(_describe(exc), **kwargs)
+            return httpx.ReadError(_describe(exc))
         return httpx.RemoteProtocolError(
-            f"the connection failed before any reply ({_describe(exc)})", **kwargs
+            f"the connection failed before any reply ({_describe(exc)})"
         )
     return exc
