@@ -172,6 +172,7 @@ async def test_nothing_listening_is_connection_failed_naming_the_setting() -> No
     [
         ({"OLLM_GEMINI_BASE_URL": "ftp://x"}, "OLLM_GEMINI_BASE_URL"),
         ({"OLLM_GEMINI_BASE_URL": "http://h:99999"}, "port"),
+        ({"OLLM_GEMINI_BASE_URL": "http://[zz]"}, "(OLLM_GEMINI_BASE_URL) is not a valid address"),
         ({"OLLM_GEMINI_API_VERSION": "v2"}, "OLLM_GEMINI_API_VERSION"),
         ({"OLLM_GEMINI_TIMEOUT": "soon"}, "OLLM_GEMINI_TIMEOUT"),
         ({"OLLM_GEMINI_HTTP": "curl"}, "OLLM_GEMINI_HTTP"),

@@ -57,6 +57,10 @@ def test_defaults_and_the_environment() -> None:
     [
         ({"OPENAI_BASE_URL": "gpu:8000"}, "is not an http:// or https:// address"),
         ({"OPENAI_BASE_URL": "http://gpu:99999/v1"}, "port that is not between 1 and 65535"),
+        (
+            {"OPENAI_BASE_URL": "http://[::1:8000/v1"},
+            "'http://[::1:8000/v1' (OPENAI_BASE_URL) is not a valid address (Invalid IPv6 URL)",
+        ),
         ({"OLLM_OPENAI_TIMEOUT": "soon"}, "OLLM_OPENAI_TIMEOUT is 'soon'"),
         ({"OLLM_OPENAI_TIMEOUT": "-1"}, "must be a positive number"),
         ({"OLLM_OPENAI_HTTP": "curl"}, "use 'builtin' or 'httpx'"),
