@@ -177,7 +177,11 @@ class HTTPClient:
         )
 
     def url(self, path: str) -> httpx.URL:
-        """The full URL of ``path`` (parsed once per path)."""
+        """The full URL of ``path`` (parsed once per path).
+
+        ``InvalidRequestError`` for an address no request can go to (no host, a port
+        out of range, brackets that hold no IPv6 address), naming it and its setting.
+        """
         url = self._urls.get(path)
         if url is None:
             try:
