@@ -118,3 +118,10 @@ def chunkings(text: str) -> list[list[str]]:
         cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(1, 9))))
         randoms.append([text[a:b] for a, b in itertools.pairwise([0, *cuts, len(text)])])
     return [list(text), [text[i : i + 3] for i in range(0, len(text), 3)], *randoms, [text]]
+
+
+def asking(tools: tuple[ollm.ToolSchema, ...], **fields: Any) -> ollm.ProviderRequest:
+    """A request asking "question" with these tools (and any other fields)."""
+    return ollm.ProviderRequest(
+        model="tiny", messages=(ollm.Message.user("question"),), tools=tools, **fields
+    )

@@ -12,6 +12,8 @@ import pytest
 import ollm
 from ollm_react import ReActStrategy, build_instructions
 
+from .conftest import asking
+
 WEATHER = ollm.ToolSchema(
     name="meteo",
     description="  Le temps qu'il fait à une ville.  ",
@@ -83,31 +85,19 @@ def test_a_tool_named_like_a_choice_is_not_required_by_it(choice: str) -> None:
     assert "before you give the Final Answer" not in build_instructions(tools, tool_choice=choice)
 
 
-def request(
-    tools: tuple[ollm.ToolSchema, ...], system_prompt: str | None = None, tool_choice: str = "auto"
-) -> ollm.ProviderRequest:
-    return ollm.ProviderRequest(
-        model="m",
-        messages=(ollm.Message.user("question"),),
-        tools=tools,
-        system_prompt=system_prompt,
-        tool_choice=tool_choice,
-    )
-
-
 def test_the_prompt_is_built_once_while_nothing_changes() -> None:
     strategy = ReActStrategy()
     tools = (WEATHER, NOW)
-    first = strategy.text_request(request(tools, system_prompt="Be brief.")).system_prompt
-    again = strategy.text_request(request(tools, system_prompt="Be brief.")).system_prompt
+    first = strategy.text_request(asking(tools, system_prompt="Be brief.")).system_prompt
+    again = strategy.text_request(asking(tools, system_prompt="Be brief.")).system_prompt
     assert first == f"{PROTOCOL}\n\nBe brief."
     assert again is first
     # any change builds it anew
-    required = strategy.text_request(request(tools, tool_choice="required")).system_prompt
+    required = strategy.text_request(asking(tools, tool_choice="required")).system_prompt
     assert required is not first
     assert required is not None
     assert required.endswith("- Use at least one tool before you give the Final Answer.")
     strategy.worked_example = True
-    example = strategy.text_request(request(tools, tool_choice="required")).system_prompt
+    example = strategy.text_request(asking(tools, tool_choice="required")).system_prompt
     assert example is not required
     assert example == build_instructions(tools, worked_example=True, tool_choice="required")

@@ -11,15 +11,11 @@ import ollm
 from ollm_react import ReActStrategy
 from ollm_testutils import FunctionProvider, Reply, ScriptedProvider
 
+from .conftest import asking
+
 pytestmark = pytest.mark.anyio
 
 REPLY = "Thought: Easy one.\nFinal Answer: The answer is 42.\n"
-
-
-def request(schemas: tuple[ollm.ToolSchema, ...]) -> ollm.ProviderRequest:
-    return ollm.ProviderRequest(
-        model="tiny", messages=(ollm.Message.user("question"),), tools=schemas
-    )
 
 
 def texts(events: list[Any]) -> str:
@@ -41,7 +37,7 @@ async def test_no_partial_marker_ever_reaches_the_user(
     chunks: list[str], schemas: tuple[ollm.ToolSchema, ...], collect: Any
 ) -> None:
     provider = ScriptedProvider(Reply(chunks))
-    events = await collect(ReActStrategy().stream(provider, request(schemas)))
+    events = await collect(ReActStrategy().stream(provider, asking(schemas)))
     assert texts(events) == "The answer is 42."
     assert thinking(events) == "Easy one."
     for event in events:
@@ -64,7 +60,7 @@ async def test_the_final_answer_streams_while_it_is_generated(
         log.append("model: finish")
         yield ollm.FinishEvent("stop")
 
-    stream = ReActStrategy().stream(FunctionProvider(model), request(schemas))
+    stream = ReActStrategy().stream(FunctionProvider(model), asking(schemas))
     async for event in stream:
         if isinstance(event, ollm.TextEvent):
             log.append(f"user: {event.text!r}")
@@ -109,7 +105,7 @@ async def test_a_tool_call_comes_as_soon_as_its_json_closes_and_generation_stops
     )
     for source in (FunctionProvider(model), provider):
         events: list[Any] = []
-        async for event in ReActStrategy().stream(source, request(schemas)):
+        async for event in ReActStrategy().stream(source, asking(schemas)):
             if isinstance(event, ollm.ToolCallEvent):
                 # The generation was stopped before the call was even announced.
                 assert source.open_streams == 0
@@ -128,7 +124,7 @@ async def test_an_inline_call_stops_at_its_closing_parenthesis(
     provider = ScriptedProvider(
         Reply(['Action: search({"query":', ' "x"})', "\nAction Input: ignored"], hang=True)
     )
-    events = await collect(ReActStrategy().stream(provider, request(schemas)))
+    events = await collect(ReActStrategy().stream(provider, asking(schemas)))
     assert events == [
         ollm.ToolCallEvent(ollm.ToolCall("react_1", "search", {"query": "x"})),
         ollm.FinishEvent("stop"),
@@ -143,7 +139,7 @@ async def test_an_action_after_the_final_answer_ends_it_and_the_generation(
         Reply(["Final Answer: It is 4.\nAct", "ion: search\n", "Action Input: {}"], hang=True)
     )
     events: list[Any] = []
-    async for event in ReActStrategy().stream(provider, request(schemas)):
+    async for event in ReActStrategy().stream(provider, asking(schemas)):
         if isinstance(event, ollm.FinishEvent):
             assert provider.open_streams == 0
         events.append(event)
@@ -157,7 +153,7 @@ async def test_an_invented_observation_is_cut_on_the_client(
     provider = ScriptedProvider(
         Reply(["Final Answer: hi\nObserv", "ation: made up\nFinal Answer: more"], hang=True)
     )
-    events = await collect(ReActStrategy().stream(provider, request(schemas)))
+    events = await collect(ReActStrategy().stream(provider, asking(schemas)))
     assert events == [ollm.TextEvent("hi"), ollm.FinishEvent("stop")]
 
 
@@ -173,7 +169,7 @@ async def test_an_implicit_answer_is_shown_when_the_stream_ends(
         yield ollm.FinishEvent("stop", ollm.Usage(prompt_tokens=3))
 
     events = []
-    async for event in ReActStrategy().stream(FunctionProvider(model), request(schemas)):
+    async for event in ReActStrategy().stream(FunctionProvider(model), asking(schemas)):
         log.append(type(event).__name__)
         events.append(event)
     assert log == ["model: finish", "TextEvent", "FinishEvent"]
@@ -192,7 +188,7 @@ async def test_thinking_from_every_source_is_thinking(
             thinking="server reasoning",
         )
     )
-    events = await collect(ReActStrategy().stream(provider, request(schemas)))
+    events = await collect(ReActStrategy().stream(provider, asking(schemas)))
     first = next(e for e in events if isinstance(e, ollm.ThinkingEvent))
     assert first == ollm.ThinkingEvent("server reasoning")
     # Each source's thinking on its own lines, never run together ("reasoninga thought").
@@ -210,7 +206,7 @@ async def test_notices_and_errors_pass_through(
             error=ollm.ErrorEvent("the model crashed", "PROVIDER_ERROR"),
         )
     )
-    events = await collect(ReActStrategy().stream(provider, request(schemas)))
+    events = await collect(ReActStrategy().stream(provider, asking(schemas)))
     assert events == [
         ollm.NoticeEvent("loading the model", "info"),
         ollm.TextEvent("par"),
@@ -222,7 +218,7 @@ async def test_native_tool_calls_from_the_provider_are_ignored(
     schemas: tuple[ollm.ToolSchema, ...], collect: Any
 ) -> None:
     provider = ScriptedProvider(Reply("Final Answer: ok", tool_calls=[("search", {"query": "x"})]))
-    events = await collect(ReActStrategy().stream(provider, request(schemas)))
+    events = await collect(ReActStrategy().stream(provider, asking(schemas)))
     assert events == [ollm.TextEvent("ok"), ollm.FinishEvent("stop")]
 
 
@@ -230,7 +226,7 @@ async def test_closing_the_stream_early_closes_the_provider_stream(
     schemas: tuple[ollm.ToolSchema, ...],
 ) -> None:
     provider = ScriptedProvider(Reply.hanging(["Final Answer: a", " b"]))
-    stream = ReActStrategy().stream(provider, request(schemas))
+    stream = ReActStrategy().stream(provider, asking(schemas))
     iterator = stream.__aiter__()
     assert await iterator.__anext__() == ollm.TextEvent("a")
     assert provider.open_streams == 1
@@ -244,7 +240,7 @@ async def test_an_action_whose_input_is_plain_text_is_called_when_the_reply_ends
     schemas: tuple[ollm.ToolSchema, ...], collect: Any
 ) -> None:
     provider = ScriptedProvider(Reply(["Action: search\nAction Input: what is", " ollm"]))
-    events = await collect(ReActStrategy().stream(provider, request(schemas)))
+    events = await collect(ReActStrategy().stream(provider, asking(schemas)))
     assert events == [
         ollm.ToolCallEvent(ollm.ToolCall("react_1", "search", {"query": "what is ollm"})),
         ollm.FinishEvent("stop"),
@@ -255,7 +251,7 @@ async def test_an_invalid_action_is_not_called(
     schemas: tuple[ollm.ToolSchema, ...], collect: Any
 ) -> None:
     provider = ScriptedProvider(Reply(['Action: search\nAction Input: {"query": 3}'], hang=True))
-    events = await collect(ReActStrategy().stream(provider, request(schemas)))
+    events = await collect(ReActStrategy().stream(provider, asking(schemas)))
     assert events == [ollm.FinishEvent("stop")]
 
 
@@ -282,6 +278,6 @@ async def test_the_closing_fence_of_a_fenced_reply_is_never_shown(
     chunks: list[str], schemas: tuple[ollm.ToolSchema, ...], collect: Any
 ) -> None:
     provider = ScriptedProvider(Reply(chunks))
-    events = await collect(ReActStrategy().stream(provider, request(schemas)))
+    events = await collect(ReActStrategy().stream(provider, asking(schemas)))
     assert texts(events) == "42"
     assert thinking(events) == "easy"

@@ -29,6 +29,8 @@ from ollm_react import (
 from ollm_react.plugin import ollm_tool_strategies
 from ollm_testutils import FunctionProvider, Reply, ScriptedProvider
 
+from .conftest import asking
+
 ACTION = 'Thought: I need the weather.\nAction: get_weather\nAction Input: {"city": "Paris"}'
 ANSWER = "Thought: I have it.\nFinal Answer: It is sunny in Paris."
 MISSING_INPUT = "Action: search"
@@ -36,12 +38,6 @@ THOUGHT = "Thought: Paris is in France."
 FALLBACK = "I could not finish within the turn limit."
 ALL_TOOLS = "<one of: get_weather, search, current_time>"
 EXAMPLE_Q = '{"q": "..."}'
-
-
-def request(schemas: tuple[ollm.ToolSchema, ...], **fields: Any) -> ollm.ProviderRequest:
-    return ollm.ProviderRequest(
-        model="tiny", messages=(ollm.Message.user("question"),), tools=schemas, **fields
-    )
 
 
 def shapes(action: str = ALL_TOOLS, arguments: str = "<one JSON object>") -> str:
@@ -256,7 +252,7 @@ def test_a_reply_the_strategy_did_not_stream_is_judged_by_its_own_text(
     schemas: tuple[ollm.ToolSchema, ...],
 ) -> None:
     strategy = ReActStrategy()
-    strategy.prepare(request(schemas))  # the tools, without a stream
+    strategy.prepare(asking(schemas))  # the tools, without a stream
     assert review(strategy, ACTION) == ollm.ReplyReview(
         message=ollm.Message.assistant(
             "",
@@ -321,7 +317,7 @@ def test_malformed_replies_are_counted_in_a_row(
     steps: list[tuple[str, str]], schemas: tuple[ollm.ToolSchema, ...]
 ) -> None:
     strategy = ReActStrategy()  # three malformed replies in a row end the chat
-    strategy.prepare(request(schemas))
+    strategy.prepare(asking(schemas))
     assert [outcome(review(strategy, text)) for text, _ in steps] == [
         expected for _, expected in steps
     ]
@@ -329,7 +325,7 @@ def test_malformed_replies_are_counted_in_a_row(
 
 def test_too_many_malformed_replies_word_for_word(schemas: tuple[ollm.ToolSchema, ...]) -> None:
     strategy = ReActStrategy(max_format_errors=1)
-    strategy.prepare(request(schemas))
+    strategy.prepare(asking(schemas))
     assert review(strategy, MISSING_INPUT) == ollm.ReplyReview(
         message=ollm.Message.assistant(MISSING_INPUT),
         error=ollm.ErrorEvent(
@@ -346,7 +342,7 @@ def test_a_call_made_twice_is_refused_in_these_words(
     schemas: tuple[ollm.ToolSchema, ...],
 ) -> None:
     strategy = ReActStrategy()
-    strategy.prepare(request(schemas))
+    strategy.prepare(asking(schemas))
     for _ in range(2):
         assert review(strategy, ACTION).results == {}
     call = ollm.ToolCall("react_1", "get_weather", {"city": "Paris"})
@@ -389,7 +385,7 @@ def test_calls_are_counted_by_tool_and_arguments(
     replies: list[str], refused: list[bool], schemas: tuple[ollm.ToolSchema, ...]
 ) -> None:
     strategy = ReActStrategy()
-    strategy.prepare(request(schemas))
+    strategy.prepare(asking(schemas))
     assert [bool(review(strategy, reply).results) for reply in replies] == refused
 
 
@@ -400,10 +396,10 @@ def test_the_text_request_asks_for_no_tool_and_keeps_a_system_prompt_alone(
     schemas: tuple[ollm.ToolSchema, ...],
 ) -> None:
     # The provider gets no tools, so no tool choice either.
-    assert ReActStrategy().text_request(request(schemas, tool_choice="required")).tool_choice == (
+    assert ReActStrategy().text_request(asking(schemas, tool_choice="required")).tool_choice == (
         "auto"
     )
-    bare = ReActStrategy().text_request(request((), system_prompt="Be brief."))
+    bare = ReActStrategy().text_request(asking((), system_prompt="Be brief."))
     assert bare.system_prompt == "Be brief."
 
 
@@ -421,7 +417,7 @@ def test_the_system_prompt_follows_every_change(schemas: tuple[ollm.ToolSchema, 
     ]
     for tools, system, choice, example in steps:
         strategy.worked_example = example
-        sent = strategy.text_request(request(tools, system_prompt=system, tool_choice=choice))
+        sent = strategy.text_request(asking(tools, system_prompt=system, tool_choice=choice))
         instructions = build_instructions(tools, worked_example=example, tool_choice=choice)
         assert sent.system_prompt == (f"{instructions}\n\n{system}" if system else instructions)
 
@@ -430,7 +426,7 @@ def test_the_wrap_up_request_has_no_tools_and_keeps_the_instructions(
     schemas: tuple[ollm.ToolSchema, ...],
 ) -> None:
     strategy = ReActStrategy()
-    last = strategy.wrap_up(request(schemas))
+    last = strategy.wrap_up(asking(schemas))
     assert last is not None
     assert last.tools == ()
     assert last.messages == (ollm.Message.user("question"), ollm.Message.user(wrap_up_prompt()))
@@ -445,7 +441,7 @@ async def test_the_last_answer_keeps_its_thought(
     schemas: tuple[ollm.ToolSchema, ...], collect: Any
 ) -> None:
     strategy = ReActStrategy()
-    last = strategy.wrap_up(request(schemas))
+    last = strategy.wrap_up(asking(schemas))
     assert last is not None
     provider = ScriptedProvider(Reply("Thought: enough.\nFinal Answer: done."))
     assert texts(await collect(strategy.stream(provider, last))) == "done."
@@ -503,7 +499,7 @@ async def test_a_stream_that_ends_without_a_finish_still_completes_the_reply(
         yield ollm.TextEvent("Action: search\nAction Input: what is")
         yield ollm.TextEvent(" ollm")
 
-    events = await collect(ReActStrategy().stream(FunctionProvider(model), request(schemas)))
+    events = await collect(ReActStrategy().stream(FunctionProvider(model), asking(schemas)))
     assert events == [
         ollm.ToolCallEvent(ollm.ToolCall("react_1", "search", {"query": "what is ollm"}))
     ]
@@ -556,7 +552,7 @@ async def test_a_providers_own_iterator_is_closed_once_if_it_can_be(
         ollm.TextEvent("\nObservation: invented"),
         ollm.FinishEvent("stop"),
     )
-    events = await collect(ReActStrategy().stream(OneStream(stream), request(schemas)))
+    events = await collect(ReActStrategy().stream(OneStream(stream), asking(schemas)))
     assert events == [
         ollm.ToolCallEvent(ollm.ToolCall("react_1", "search", {"query": "x"})),
         ollm.FinishEvent("stop"),
@@ -592,5 +588,5 @@ async def test_thinking_from_each_source_starts_on_its_own_line(
             yield event
         yield ollm.FinishEvent("stop")
 
-    shown = await collect(ReActStrategy().stream(FunctionProvider(model), request(schemas)))
+    shown = await collect(ReActStrategy().stream(FunctionProvider(model), asking(schemas)))
     assert [e.text for e in shown if isinstance(e, ollm.ThinkingEvent)] == thinking

@@ -219,10 +219,8 @@ class TextCallScanner:
                 # Only this block is text: a block after it may still be a call, as it
                 # is when the two arrive in separate chunks.
                 self._show(held[: len(tag) + close + len(_HERMES_CLOSE)])
-                self._held = after
-                self._mode = _TEXT
-                return True
-            self._out.append(("calls", calls, "hermes"))
+            else:
+                self._out.append(("calls", calls, "hermes"))
             self._held = after
             self._mode = _TEXT
             return True

@@ -85,7 +85,10 @@ class ReActStrategy:
         self._call_keys: dict[str, str] = {}
         self._results: dict[str, str] = {}
         self._wrap_up_next = False
-        self._system: tuple[tuple[ToolSchema, ...], str | None, str, bool, str | None] | None = None
+        # The last system prompt: its tools, what else it was built from, and the text.
+        self._system: (
+            tuple[tuple[ToolSchema, ...], tuple[str | None, str, bool], str | None] | None
+        ) = None
         # The current turn's state.
         self._chunks: list[str] = []
         self._streamed = False
@@ -127,23 +130,18 @@ class ReActStrategy:
     def _system_prompt(
         self, tools: tuple[ToolSchema, ...], system: str | None, tool_choice: str
     ) -> str | None:
+        settings = (system, tool_choice, self.worked_example)
         cached = self._system
         # The runtime passes the same tools tuple every turn: build the prompt once.
-        if (
-            cached is not None
-            and cached[0] is tools
-            and cached[1] == system
-            and cached[2] == tool_choice
-            and cached[3] == self.worked_example
-        ):
-            return cached[4]
+        if cached is not None and cached[0] is tools and cached[1] == settings:
+            return cached[2]
         prompt = system
         if tools:
             instructions = build_instructions(
                 tools, worked_example=self.worked_example, tool_choice=tool_choice
             )
             prompt = f"{instructions}\n\n{system}" if system else instructions
-        self._system = (tools, system, tool_choice, self.worked_example, prompt)
+        self._system = (tools, settings, prompt)
         return prompt
 
     # -- the stream --------------------------------------------------------------------
