@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import anyio
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -75,6 +76,16 @@ def streams(draw: st.DrawFn) -> tuple[bytes, list[int]]:
     return body, cuts
 
 
+def without_ids(events: list[ollm.ProviderEvent]) -> list[ollm.ProviderEvent]:
+    """The events with the ids ollm makes for calls (random) in one form."""
+    return [
+        ollm.ToolCallEvent(msgspec.structs.replace(e.call, id="call"))
+        if isinstance(e, ollm.ToolCallEvent) and e.call.id.startswith("call_")
+        else e
+        for e in events
+    ]
+
+
 @given(streams())
 def test_any_split_of_the_stream_gives_the_same_events(
     shared: FakeGeminiServer, stream: tuple[bytes, list[int]]
@@ -84,8 +95,8 @@ def test_any_split_of_the_stream_gives_the_same_events(
     pieces = [body[a:b] for a, b in itertools.pairwise(edges) if b > a]
     shared.reset()
     shared.script(GeminiReply(raw=[body]), GeminiReply(raw=pieces))
-    whole = events_of(shared, request())
-    split = events_of(shared, request())
+    whole = without_ids(events_of(shared, request()))
+    split = without_ids(events_of(shared, request()))
     assert split == whole
     assert isinstance(whole[-1], ollm.FinishEvent)
 

@@ -25,6 +25,7 @@ import pytest
 from pytest_httpx import HTTPXMock, IteratorStream
 
 import ollm
+from ollm_http import RetryPolicy
 from ollm_ollama import OllamaProvider
 
 HOST = "http://127.0.0.1:11434"
@@ -147,7 +148,10 @@ def reply(ollama_mock: HTTPXMock) -> AddReply:
 async def provider() -> AsyncIterator[OllamaProvider]:
     """An ``OllamaProvider`` for ``HOST``, configured from nothing but its defaults."""
     # httpx_mock replaces httpx's own transport: these tests use that stack.
-    async with OllamaProvider(HOST, http="httpx", environ={}) as built:
+    # Transient failures are tried again at once (the policy's waits are its own tests').
+    async with OllamaProvider(
+        HOST, http="httpx", retry=RetryPolicy(backoff=0), environ={}
+    ) as built:
         yield built
 
 

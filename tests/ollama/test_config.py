@@ -116,7 +116,7 @@ def test_the_environment_is_read_when_the_provider_is_built(
 @pytest.mark.parametrize(
     ("env", "match"),
     [
-        ({"OLLM_OLLAMA_TIMEOUT": "soon"}, "OLLM_OLLAMA_TIMEOUT='soon' is not a number"),
+        ({"OLLM_OLLAMA_TIMEOUT": "soon"}, "OLLM_OLLAMA_TIMEOUT is 'soon'; it must be a number"),
         ({"OLLM_OLLAMA_TIMEOUT": "-5"}, "must be a positive number"),
         ({"OLLM_OLLAMA_CONNECT_TIMEOUT": "0"}, "must be a positive number"),
     ],
@@ -129,7 +129,9 @@ def test_bad_timeouts_in_the_environment_say_which_variable(
 
 
 def test_bad_explicit_values_are_refused() -> None:
-    with pytest.raises(ollm.InvalidRequestError, match="timeout must be a number"):
+    with pytest.raises(
+        ollm.InvalidRequestError, match="the timeout argument is 'soon'; it must be a number"
+    ):
         OllamaProvider(timeout="soon", environ={})  # type: ignore[arg-type]
     with pytest.raises(ollm.InvalidRequestError, match="keep_alive must be"):
         OllamaProvider(keep_alive=True, environ={})

@@ -126,6 +126,7 @@ async def test_a_wrong_number_of_vectors_is_a_bad_response(
         await provider.embed("all-minilm", ["a", "b"])
 
 
-async def test_one_string_instead_of_a_list_is_a_type_error(provider: OllamaProvider) -> None:
-    with pytest.raises(TypeError, match="list of strings"):
+async def test_one_string_instead_of_a_list_is_refused_in_words(provider: OllamaProvider) -> None:
+    # The same error, in the same words, from every provider (tests/integration).
+    with pytest.raises(ollm.InvalidRequestError, match="not one string: wrap it in a list"):
         await provider.embed("all-minilm", "just one")

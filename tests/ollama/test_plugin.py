@@ -82,4 +82,4 @@ def test_the_provider_offers_every_capability_the_runtime_detects() -> None:
         assert isinstance(provider, protocol), protocol
     assert provider.name == "ollama"
     assert provider.handles_abort is True
-    assert repr(provider) == "OllamaProvider(host='http://127.0.0.1:11434')"
+    assert repr(provider) == "OllamaProvider(url='http://127.0.0.1:11434')"

@@ -456,4 +456,8 @@ async def test_property_16_a_connection_failure_is_an_error_event_with_a_code(
     error = events[0]
     assert isinstance(error, ollm.ErrorEvent)
     assert error.code == ollm.ErrorCode.CONNECTION_FAILED
-    assert error.message == f"Ollama is not running at {closed_port}. Start it with: ollama serve"
+    assert error.message == (
+        f"Ollama is not running at {closed_port}. Start it with: ollama serve (install it from "
+        "https://ollama.com/download first). No Ollama here? ollm chat -p echo answers with no "
+        "server at all, and -p openai reaches any OpenAI-compatible server."
+    )

@@ -242,7 +242,7 @@ async def test_trap_08_think_on_a_model_without_it_says_what_to_do(reply: Any, c
     error = _error(await chat(model="gemma3", think=True))
     assert error.code == "INVALID_REQUEST"
     assert "does not support thinking" in error.message
-    assert "think=False" in error.message
+    assert "no --think" in error.message
 
 
 async def test_trap_09_images_are_raw_base64_and_content_a_string(

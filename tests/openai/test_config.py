@@ -63,7 +63,7 @@ def test_defaults_and_the_environment() -> None:
         ),
         ({"OLLM_OPENAI_TIMEOUT": "soon"}, "OLLM_OPENAI_TIMEOUT is 'soon'"),
         ({"OLLM_OPENAI_TIMEOUT": "-1"}, "must be a positive number"),
-        ({"OLLM_OPENAI_HTTP": "curl"}, "use 'builtin' or 'httpx'"),
+        ({"OLLM_OPENAI_HTTP": "curl"}, "OLLM_OPENAI_HTTP is 'curl'; use 'builtin'"),
     ],
 )
 def test_bad_settings_are_named(env: dict[str, str], fragment: str) -> None:

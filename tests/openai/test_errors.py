@@ -32,7 +32,7 @@ async def test_a_missing_key_names_the_variable(server: FakeOpenAIServer) -> Non
     assert "No API key was sent: set OPENAI_API_KEY" in error.message
     error = error_of(await _events(server, api_key="sk-wrong"))
     assert error.code == "AUTH_FAILED"
-    assert "Check the key in OPENAI_API_KEY" in error.message
+    assert "Check the key in the api_key argument" in error.message
     assert "Incorrect API key" in error.message
     events = await _events(server, api_key="sk-right")
     assert text_of(events) == "Hello! How can I help?"
@@ -137,11 +137,13 @@ async def test_the_runtime_switches_to_react_when_vllm_has_no_tool_parser() -> N
     ("status", "hint"), [(500, "see its log"), (502, "a proxy or gateway"), (503, "see its log")]
 )
 async def test_server_failures(server: FakeOpenAIServer, status: int, hint: str) -> None:
-    server.script(OpenAIReply.failure(status, "Internal failure"))
-    error = error_of(await _events(server))
+    # A transient failure is tried again (the same policy as for Ollama and Gemini).
+    server.script(*[OpenAIReply.failure(status, "Internal failure")] * 2)
+    error = error_of(await _events(server, retry=RetryPolicy(attempts=2, backoff=0)))
     assert error.code == "PROVIDER_ERROR"
     assert f"HTTP {status}" in error.message
     assert hint in error.message
+    assert len(server.chat_requests) == 2
 
 
 async def test_older_vllm_error_bodies(httpx_mock: HTTPXMock) -> None:

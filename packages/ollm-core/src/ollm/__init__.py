@@ -6,8 +6,8 @@ stays cheap (the command line starts without loading the runtime).
 
 from __future__ import annotations
 
-from ollm._lazy import lazy_exports
 from ollm._version import __version__
+from ollm.kit import lazy_exports
 
 # Not typing.TYPE_CHECKING: importing typing costs more than the rest of `ollm --help`.
 # Type checkers treat any constant of this name as true.
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         ErrorCode,
         InvalidRequestError,
         InvalidToolError,
+        LogsUnavailableError,
         ModelNotFoundError,
         OllmError,
         PluginError,
@@ -30,14 +31,18 @@ if TYPE_CHECKING:
         ProviderNotFoundError,
         RateLimitedError,
         RequestTimeoutError,
+        ServerError,
         StreamInterruptedError,
         TLSError,
         TokenLimitError,
         ToolArgumentsError,
+        ToolError,
         ToolExecutionError,
         ToolNotFoundError,
         ToolsetError,
         ToolsUnsupportedError,
+        TransportError,
+        UsageError,
         error_from_code,
     )
     from ollm.hookspecs import (
@@ -230,6 +235,11 @@ _LAZY: dict[str, str] = {
     "ToolStrategy": "ollm.types",
     "ToolsUnsupportedError": "ollm.errors",
     "ToolsetError": "ollm.errors",
+    "TransportError": "ollm.errors",
+    "ServerError": "ollm.errors",
+    "ToolError": "ollm.errors",
+    "UsageError": "ollm.errors",
+    "LogsUnavailableError": "ollm.errors",
     "ToolsetRegistry": "ollm.registries",
     "TOOLSET_SEPARATOR": "ollm.tools",
     "ArgumentsValidator": "ollm.tools",
@@ -285,6 +295,7 @@ __all__ = [
     "ImagePart",
     "InvalidRequestError",
     "InvalidToolError",
+    "LogsUnavailableError",
     "Message",
     "ModelCapabilities",
     "ModelInfo",
@@ -316,6 +327,7 @@ __all__ = [
     "Role",
     "RunningModel",
     "RunningModels",
+    "ServerError",
     "StrategyRegistry",
     "StrategySpec",
     "StreamInterruptedError",
@@ -339,6 +351,7 @@ __all__ = [
     "ToolCallStartEvent",
     "ToolChoice",
     "ToolContext",
+    "ToolError",
     "ToolExecutionError",
     "ToolNotFoundError",
     "ToolRegistry",
@@ -350,8 +363,10 @@ __all__ = [
     "ToolsetError",
     "ToolsetRegistry",
     "ToolsetSpec",
+    "TransportError",
     "TurnCompleteEvent",
     "Usage",
+    "UsageError",
     "__version__",
     "build_plugin_manager",
     "decode_chat_event",

@@ -3,6 +3,38 @@
 Every error carries a stable ``code`` (a short upper-case string that scripts and the
 event stream can match on) and a message that says what happened and what to do next.
 The same code travels in the ``error`` event of a chat, so the two views never disagree.
+
+Four families group the codes, so that a caller can catch a kind of failure without
+listing codes (``except ollm.TransportError``); the codes themselves never change::
+
+    OllmError
+    ├── TransportError            the way to the server failed
+    │   ├── ConnectionFailedError     CONNECTION_FAILED
+    │   ├── RequestTimeoutError       TIMEOUT
+    │   ├── TLSError                  TLS_ERROR
+    │   └── StreamInterruptedError    STREAM_INTERRUPTED
+    ├── ServerError               the server answered, and said no (or nonsense)
+    │   ├── RateLimitedError          RATE_LIMITED
+    │   ├── AuthenticationError       AUTH_FAILED
+    │   ├── ModelNotFoundError        MODEL_NOT_FOUND
+    │   ├── BadResponseError          BAD_RESPONSE
+    │   ├── ContentBlockedError       CONTENT_BLOCKED
+    │   ├── ToolsUnsupportedError     TOOLS_UNSUPPORTED
+    │   └── ProviderError             PROVIDER_ERROR
+    ├── ToolError                 a tool could not be made, found or run
+    │   ├── ToolNotFoundError         TOOL_NOT_FOUND
+    │   ├── InvalidToolError          INVALID_TOOL
+    │   ├── ToolArgumentsError        INVALID_ARGUMENTS
+    │   ├── ToolExecutionError        TOOL_FAILED
+    │   └── ToolsetError              TOOLSET_FAILED (or a toolset's own code)
+    ├── UsageError                what was asked cannot be done as asked
+    │   ├── InvalidRequestError       INVALID_REQUEST
+    │   ├── ConversationBusyError     CONVERSATION_BUSY
+    │   ├── ProviderNotFoundError     PROVIDER_NOT_FOUND
+    │   ├── CapabilityError           UNSUPPORTED
+    │   ├── PluginError               PLUGIN_ERROR
+    │   └── TokenLimitError           TOKEN_LIMIT
+    └── LogsUnavailableError      LOGS_UNAVAILABLE (the conversation log, not a chat)
 """
 
 from __future__ import annotations
@@ -19,6 +51,7 @@ __all__ = [
     "ErrorCode",
     "InvalidRequestError",
     "InvalidToolError",
+    "LogsUnavailableError",
     "ModelNotFoundError",
     "OllmError",
     "PluginError",
@@ -26,14 +59,18 @@ __all__ = [
     "ProviderNotFoundError",
     "RateLimitedError",
     "RequestTimeoutError",
+    "ServerError",
     "StreamInterruptedError",
     "TLSError",
     "TokenLimitError",
     "ToolArgumentsError",
+    "ToolError",
     "ToolExecutionError",
     "ToolNotFoundError",
     "ToolsUnsupportedError",
     "ToolsetError",
+    "TransportError",
+    "UsageError",
     "error_from_code",
 ]
 
@@ -106,49 +143,65 @@ class OllmError(Exception):
         return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
 
 
-class ConnectionFailedError(OllmError):
+class TransportError(OllmError):
+    """The way to the server failed: no connection, a timeout, TLS, a broken stream."""
+
+
+class ServerError(OllmError):
+    """The server answered, and refused the request or answered something unusable."""
+
+
+class ToolError(OllmError):
+    """A tool could not be made, found or run (its result tells the model so)."""
+
+
+class UsageError(OllmError):
+    """What was asked cannot be done as asked: fix the request, the setup or the input."""
+
+
+class ConnectionFailedError(TransportError):
     """The provider's server could not be reached."""
 
     code = ErrorCode.CONNECTION_FAILED
 
 
-class RequestTimeoutError(OllmError):
+class RequestTimeoutError(TransportError):
     """Connecting to, or reading from, the provider took longer than allowed."""
 
     code = ErrorCode.TIMEOUT
 
 
-class ModelNotFoundError(OllmError):
+class ModelNotFoundError(ServerError):
     """The provider does not have the model asked for."""
 
     code = ErrorCode.MODEL_NOT_FOUND
 
 
-class ToolsUnsupportedError(OllmError):
+class ToolsUnsupportedError(ServerError):
     """The model cannot take tools natively (the runtime may switch to ReAct)."""
 
     code = ErrorCode.TOOLS_UNSUPPORTED
 
 
-class BadResponseError(OllmError):
+class BadResponseError(ServerError):
     """The provider answered with something that is not its documented format."""
 
     code = ErrorCode.BAD_RESPONSE
 
 
-class StreamInterruptedError(OllmError):
+class StreamInterruptedError(TransportError):
     """The reply stream ended before the provider said it was done."""
 
     code = ErrorCode.STREAM_INTERRUPTED
 
 
-class TLSError(OllmError):
+class TLSError(TransportError):
     """A secure connection could not be set up: certificate, handshake, protocol."""
 
     code = ErrorCode.TLS_ERROR
 
 
-class RateLimitedError(OllmError):
+class RateLimitedError(ServerError):
     """The provider refused the request for now (HTTP 429), even after waiting and retrying.
 
     ``retry_after`` is the wait the server asked for, in seconds, when it said one.
@@ -161,67 +214,67 @@ class RateLimitedError(OllmError):
         self.retry_after = retry_after
 
 
-class AuthenticationError(OllmError):
+class AuthenticationError(ServerError):
     """The server refused the credentials (HTTP 401 or 403): a missing or wrong API key."""
 
     code = ErrorCode.AUTH_FAILED
 
 
-class ContentBlockedError(OllmError):
+class ContentBlockedError(ServerError):
     """The provider's safety filters blocked the prompt or the reply; the reason is named."""
 
     code = ErrorCode.CONTENT_BLOCKED
 
 
-class ProviderError(OllmError):
+class ProviderError(ServerError):
     """The provider reported an error of its own (its message is kept)."""
 
     code = ErrorCode.PROVIDER_ERROR
 
 
-class TokenLimitError(OllmError):
+class TokenLimitError(UsageError):
     """A request would not fit in the model's context window; nothing was sent."""
 
     code = ErrorCode.TOKEN_LIMIT
 
 
-class ProviderNotFoundError(OllmError):
+class ProviderNotFoundError(UsageError):
     """No provider is registered under the name asked for."""
 
     code = ErrorCode.PROVIDER_NOT_FOUND
 
 
-class PluginError(OllmError):
+class PluginError(UsageError):
     """A plugin failed to load or to contribute (raised only in strict mode)."""
 
     code = ErrorCode.PLUGIN_ERROR
 
 
-class ToolNotFoundError(OllmError):
+class ToolNotFoundError(ToolError):
     """No tool is registered (or enabled) under the name asked for."""
 
     code = ErrorCode.TOOL_NOT_FOUND
 
 
-class InvalidToolError(OllmError):
+class InvalidToolError(ToolError):
     """A function cannot be made into a tool (for example a parameter lacks a type)."""
 
     code = ErrorCode.INVALID_TOOL
 
 
-class ToolArgumentsError(OllmError):
+class ToolArgumentsError(ToolError):
     """The arguments a model gave a tool do not match its parameters."""
 
     code = ErrorCode.INVALID_ARGUMENTS
 
 
-class ToolExecutionError(OllmError):
+class ToolExecutionError(ToolError):
     """A tool raised, or ran past its timeout."""
 
     code = ErrorCode.TOOL_FAILED
 
 
-class ToolsetError(OllmError):
+class ToolsetError(ToolError):
     """A toolset could not be opened, or stopped working (an MCP server that exited...).
 
     A toolset may give a more precise code of its own (``MCP_SERVER_FAILED``...).
@@ -230,22 +283,28 @@ class ToolsetError(OllmError):
     code = ErrorCode.TOOLSET_FAILED
 
 
-class CapabilityError(OllmError):
+class CapabilityError(UsageError):
     """The provider does not offer the capability asked for (models, embeddings...)."""
 
     code = ErrorCode.UNSUPPORTED
 
 
-class InvalidRequestError(OllmError):
+class InvalidRequestError(UsageError):
     """The request itself is wrong (an empty model name, a bad option...)."""
 
     code = ErrorCode.INVALID_REQUEST
 
 
-class ConversationBusyError(OllmError):
+class ConversationBusyError(UsageError):
     """A conversation already has a chat in progress; one at a time."""
 
     code = ErrorCode.CONVERSATION_BUSY
+
+
+class LogsUnavailableError(OllmError):
+    """The conversation log cannot be read or written; the message says why and what to do."""
+
+    code = ErrorCode.LOGS_UNAVAILABLE
 
 
 _BY_CODE: dict[str, type[OllmError]] = {
@@ -273,6 +332,7 @@ _BY_CODE: dict[str, type[OllmError]] = {
         CapabilityError,
         InvalidRequestError,
         ConversationBusyError,
+        LogsUnavailableError,
     )
 }
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ollm.errors import ErrorCode
+from ollm.kit import new_call_id
 from ollm.types import (
     AbortSignal,
     ErrorEvent,
@@ -40,18 +41,9 @@ from ollm.types import (
     ToolCallEvent,
     Usage,
 )
+from ollm_gemini._convert import thinking_notice
 from ollm_gemini._errors import api_error, error_from_reply
 from ollm_gemini._wire import Candidate, GenerateResponse, SafetyRating, UsageMetadata
-from ollm_http import (
-    BodyRead,
-    EventSplitter,
-    Reply,
-    abort_shuts_socket,
-    body_reader,
-    drain,
-    excerpt,
-    failure_event,
-)
 
 if TYPE_CHECKING:
     from ollm_gemini._provider import GeminiProvider
@@ -61,7 +53,6 @@ __all__ = ["BLOCKED", "stream_chat", "usage_from"]
 log = logging.getLogger(__name__)
 
 _decode = msgspec.json.Decoder(GenerateResponse).decode
-MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 # Finish reasons that mean a filter stopped the reply, and how to say why.
 BLOCKED = {
@@ -110,7 +101,7 @@ def _categories(ratings: list[SafetyRating] | None) -> str:
 class _Reply:
     """What one reply gathered: whether text showed, calls, finish reason, usage."""
 
-    __slots__ = ("calls", "finish", "finish_message", "ratings", "shown", "usage")
+    __slots__ = ("calls", "finish", "finish_message", "ratings", "shown", "thought", "usage")
 
     def __init__(self) -> None:
         self.calls: list[ToolCall] = []
@@ -119,8 +110,9 @@ class _Reply:
         self.ratings: list[SafetyRating] | None = None
         self.usage: UsageMetadata | None = None
         self.shown = False
+        self.thought = False
 
-    def take(self, candidate: Candidate, first_id: int) -> list[ProviderEvent]:
+    def take(self, candidate: Candidate) -> list[ProviderEvent]:
         """The events of one candidate's parts; calls are kept for the end."""
         events: list[ProviderEvent] = []
         content = candidate.content
@@ -128,8 +120,7 @@ class _Reply:
             call = part.functionCall
             if call is not None:
                 args = call.args
-                number = first_id + len(self.calls)
-                call_id = call.id or f"call_{number}"
+                call_id = call.id or new_call_id()
                 name = call.name or ""
                 if args is None:
                     args = {}
@@ -145,6 +136,7 @@ class _Reply:
             text = part.text
             if text:
                 if part.thought:
+                    self.thought = True
                     events.append(ThinkingEvent(text))
                 else:
                     self.shown = True
@@ -156,14 +148,9 @@ class _Reply:
         return events
 
 
-def _calls_before(request: ProviderRequest) -> int:
-    return sum(len(message.tool_calls) for message in request.messages)
-
-
 def stream_chat(provider: GeminiProvider, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
     """The events of one reply: ends with one ``FinishEvent``, or an ``ErrorEvent``."""
-    abort = request.abort if request.abort is not None else AbortSignal()
-    return _one_reply(provider, request, abort, None)
+    return _one_reply(provider, request, request.abort or AbortSignal(), None)
 
 
 async def _one_reply(
@@ -174,104 +161,69 @@ async def _one_reply(
 ) -> AsyncGenerator[ProviderEvent, None]:
     """One request's reply; a malformed call is asked again once, after this reply is
     closed (only that second reply passes through one more generator)."""
-    if abort.aborted:
-        yield FinishEvent("cancelled")
-        return
-    http = provider._http
     model = request.model
-    reply: Reply | None = None
-    reads: BodyRead | None = None
-    unwatch = None
-    finished = False
+    stream = provider.stream("sse", model=model, abort=abort)
     state = _Reply()
-    first_id = _calls_before(request)
     again: str | None = None
     try:
-        with abort.guard() as scope:
-            reply = await provider._open_chat(request, correction=correction)
-        if scope.cancelled_caught or reply is None:
-            yield FinishEvent("cancelled")
-            return
-        response = reply.response
-        reads = body_reader(response)
-        unwatch = abort_shuts_socket(response, abort)
-        splitter = EventSplitter(MAX_EVENT_BYTES)
-        ended = False
-        while not ended:
-            try:
-                if unwatch is None:
-                    with abort.guard() as scope:
-                        data = await reads()
-                    if scope.cancelled_caught:
-                        yield FinishEvent("cancelled")
-                        return
-                else:
-                    data = await reads()
-            except StopAsyncIteration:
-                ended = True
-            if _fired(abort):
-                yield FinishEvent("cancelled")
-                return
-            for sse in splitter.end() if ended else splitter.feed(data):
+        notice = thinking_notice(request.think, model) if correction is None else None
+        if notice is not None:
+            yield NoticeEvent(notice, "thinking")
+        await stream.open(
+            "POST",
+            provider._path(model, "streamGenerateContent") + "?alt=sse",
+            build=lambda: provider._body(request, correction),
+        )
+        reads, frames = stream.reads, stream.frames
+        while True:
+            data = await reads()
+            for sse in frames(data):
                 text = sse.data
                 if not text or text.isspace():
                     continue
                 try:
                     chunk = _decode(text)
                 except (msgspec.DecodeError, RecursionError) as exc:
-                    yield _bad_event(provider, model, text, exc)
+                    yield stream.bad_frame(text, exc)
                     return
                 if chunk.error is not None:
-                    said = api_error(chunk.error)
-                    error = error_from_reply(said, config=provider.config, model=model)
-                    yield ErrorEvent(
-                        f"The Gemini API failed in the middle of the reply from {model!r}: "
-                        f"{error.message}",
-                        error.code,
-                    )
+                    yield _stream_error(provider, model, chunk.error)
                     return
                 feedback = chunk.promptFeedback
                 if feedback is not None and feedback.blockReason:
                     yield _blocked_prompt(model, feedback.blockReason, feedback)
                     return
                 for candidate in chunk.candidates or ():
-                    if candidate.index != 0:
-                        continue
-                    for event in state.take(candidate, first_id):
-                        yield event
+                    if candidate.index == 0:
+                        for event in state.take(candidate):
+                            yield event
                 if chunk.usageMetadata is not None:
                     state.usage = chunk.usageMetadata
+            if data is None:
+                break
         if state.finish is None:
-            yield ErrorEvent(
-                f"The reply from {model!r} ended before the Gemini API said it was done (the "
-                f"connection to {http.url} closed early). Try again.",
-                ErrorCode.STREAM_INTERRUPTED,
-            )
+            yield stream.interrupted()
             return
-        finished = True
+        stream.done()
         events, again = _end(provider, request, state, correction)
         for event in events:
             yield event
     except Exception as exc:
-        yield failure_event(
-            exc,
-            abort,
-            connection_error=lambda e: http.error(e, model=model, streaming=reply is not None),
-            reading=f"Reading the reply from {http.url}",
-            report="the model's name",
-            logger=log,
-        )
+        yield stream.failure(exc)
     finally:
-        if unwatch is not None:
-            unwatch()
-        if reply is not None:
-            if finished and reads is not None and not abort.aborted:
-                await drain(reads)
-            await reply.aclose()
+        await stream.aclose()
     if again is not None:
         async with aclosing(_one_reply(provider, request, abort, again)) as corrected:
             async for event in corrected:
                 yield event
+
+
+def _stream_error(provider: GeminiProvider, model: str, value: Any) -> ErrorEvent:
+    error = error_from_reply(api_error(value), config=provider.config, model=model)
+    return ErrorEvent(
+        f"The Gemini API failed in the middle of the reply from {model!r}: {error.message}",
+        error.code,
+    )
 
 
 def _end(
@@ -302,6 +254,14 @@ def _end(
             )
         ], None
     events: list[ProviderEvent] = [ToolCallEvent(call) for call in state.calls]
+    if reason == "STOP" and not state.shown and not state.calls and not state.thought:
+        events.append(
+            NoticeEvent(
+                f"{model} sent an empty reply (no text and no function call). Try again, "
+                "or rephrase the request.",
+                "empty_reply",
+            )
+        )
     why = BLOCKED.get(reason)
     if why is not None:
         detail = f"{why}{_categories(state.ratings)}"
@@ -332,19 +292,4 @@ def _blocked_prompt(model: str, reason: str, feedback: Any) -> ErrorEvent:
         f"Gemini blocked the prompt to {model!r} (block reason {reason}{why}). Rephrase "
         "it; the safetySettings option sets how strict the filters are.",
         ErrorCode.CONTENT_BLOCKED,
-    )
-
-
-def _fired(abort: AbortSignal) -> bool:
-    # A call, so that the type checker does not assume the signal cannot change.
-    return abort.aborted
-
-
-def _bad_event(provider: GeminiProvider, model: str, text: str, exc: Exception) -> ErrorEvent:
-    reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-    return ErrorEvent(
-        f"{provider.config.base_url} sent an event that is not a Gemini response ({reason}) "
-        f"in the reply from {model!r}: {excerpt(text.encode())}. Check "
-        f"{provider.config.where}.",
-        ErrorCode.BAD_RESPONSE,
     )

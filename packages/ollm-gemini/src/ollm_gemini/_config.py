@@ -10,10 +10,18 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from ollm.errors import InvalidRequestError
-from ollm_http import check_base_url, is_loopback, seconds_setting
+from ollm_http import (
+    Stack,
+    check_base_url,
+    credentials_header,
+    display_url,
+    is_loopback,
+    seconds_setting,
+    secret_setting,
+    stack_setting,
+)
 
 __all__ = [
     "DEFAULT_API_VERSION",
@@ -40,8 +48,9 @@ ENV_HTTP = "OLLM_GEMINI_HTTP"
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_CONNECT_TIMEOUT = 10.0
 _VERSIONS = ("v1beta", "v1", "v1alpha")
-# What a model name must not hold: it goes into the URL's path.
-_UNSAFE = re.compile(r"[^A-Za-z0-9._\-/]")
+# A model's name: the resources the API has models under, and one name with no path in it.
+_COLLECTIONS = ("models", "tunedModels")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
 
 
 @dataclass(frozen=True)
@@ -49,18 +58,21 @@ class GeminiConfig:
     """The settings of the Gemini provider, resolved.
 
     ``api_key_setting`` names where the key came from (or should), for messages.
+    ``base_url`` holds no credentials (``user:secret@`` becomes ``credentials``, a Basic
+    ``Authorization``); the key, the credentials and the headers are not in its ``repr``.
     """
 
     base_url: str = DEFAULT_BASE_URL
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     api_key_setting: str = ENV_API_KEY
     api_version: str = DEFAULT_API_VERSION
     default_model: str | None = DEFAULT_MODEL
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     timeout: float = DEFAULT_TIMEOUT
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
-    http: Literal["builtin", "httpx"] = "builtin"
+    http: Stack = "builtin"
     verify: bool | str = True
+    credentials: str | None = field(default=None, repr=False)
 
     @property
     def loopback(self) -> bool:
@@ -94,7 +106,7 @@ class GeminiConfig:
         """
         env = os.environ if environ is None else environ
         if api_key is not None:
-            key, setting = api_key, "api_key=..."
+            key, setting = api_key, "the api_key argument"
         elif env.get(ENV_API_KEY):
             key, setting = env[ENV_API_KEY], ENV_API_KEY
         elif env.get(ENV_GOOGLE_API_KEY):
@@ -110,14 +122,10 @@ class GeminiConfig:
                 f"{ENV_API_VERSION} (or api_version=...) is {version!r}; use one of "
                 f"{', '.join(_VERSIONS)} (v1beta has every feature ollm uses)."
             )
-        stack = http or env.get(ENV_HTTP) or "builtin"
-        if stack not in ("builtin", "httpx"):
-            raise InvalidRequestError(
-                f"{ENV_HTTP} (or http=...) is {stack!r}; use 'builtin' or 'httpx'."
-            )
         return cls(
-            base_url=url,
-            api_key=key.strip() or None if key is not None else None,
+            base_url=display_url(url),
+            credentials=credentials_header(url),
+            api_key=secret_setting(key, setting),
             api_key_setting=setting,
             api_version=version,
             default_model=model or env.get(ENV_MODEL) or DEFAULT_MODEL,
@@ -128,25 +136,32 @@ class GeminiConfig:
                 env.get(ENV_CONNECT_TIMEOUT),
                 ENV_CONNECT_TIMEOUT,
                 DEFAULT_CONNECT_TIMEOUT,
+                name="connect_timeout",
             ),
-            http=stack,  # type: ignore[arg-type]
+            http=stack_setting(http, env.get(ENV_HTTP), ENV_HTTP),
             verify=True if verify is None else verify,
         )
 
     def resource(self, model: str) -> str:
-        """``models/NAME`` for ``NAME``; ``models/NAME`` and ``tunedModels/NAME`` as they are."""
-        name = model.strip().strip("/") if isinstance(model, str) else ""
+        """``models/NAME`` for ``NAME``; ``models/NAME`` and ``tunedModels/NAME`` as they are.
+
+        Nothing else: the name goes into the URL's path with the key beside it, so a
+        name that would lead to another resource (``files/abc``, ``cachedContents/c1``,
+        ``./.``) is an ``InvalidRequestError``.
+        """
+        name = model.strip() if isinstance(model, str) else ""
         if not name:
             raise InvalidRequestError(
-                "The request names no model. Pass model=... (ollm chat -m NAME), or set "
-                f"{ENV_MODEL}."
+                f"The request names no model. Name one (ollm chat -m NAME), or set {ENV_MODEL}."
             )
-        if _UNSAFE.search(name) or ".." in name or name.count("/") > 1:
+        collection, slash, rest = name.rpartition("/")
+        if (slash and collection not in _COLLECTIONS) or not _NAME.fullmatch(rest):
             raise InvalidRequestError(
-                f"{model!r} is not a Gemini model name (names are like gemini-2.5-flash). "
-                "See the names with: ollm models list -p gemini"
+                f"{model!r} is not a Gemini model name (names are like gemini-2.5-flash, "
+                "models/gemini-2.5-flash or tunedModels/NAME). See the names with: "
+                "ollm models list -p gemini"
             )
-        return name if "/" in name else f"models/{name}"
+        return name if slash else f"models/{name}"
 
     def model_path(self, model: str) -> str:
         """``/v1beta/models/NAME``: the model's path under the API's version."""

@@ -23,13 +23,20 @@ from ollm.types import ImagePart, Message, ProviderRequest, TextPart, ToolCall, 
 from ollm_gemini._schema import Unexpressible, check_tool_name, to_gemini_schema
 from ollm_http import option_number, stop_sequences
 
-__all__ = ["MAX_STOP_SEQUENCES", "SKIP_SIGNATURE", "build_body", "contents_of", "tools_of"]
+__all__ = [
+    "MAX_STOP_SEQUENCES",
+    "SKIP_SIGNATURE",
+    "build_body",
+    "contents_of",
+    "thinking_notice",
+    "tools_of",
+]
 
 # The placeholder Google documents for a call whose signature is not known.
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 MAX_STOP_SEQUENCES = 5
 # The ids ollm makes for calls the API gave none: not sent back, the API did not make them.
-_OWN_ID = re.compile(r"call_\d+")
+_OWN_ID = re.compile(r"call_(?:\d+|[0-9a-f]{24})")
 # Request fields a caller may set through options.extra (the rest is generationConfig).
 _TOP_LEVEL = frozenset({"safetySettings", "cachedContent", "toolConfig", "labels"})
 _BUDGETS = {"minimal": 128, "low": 1024, "medium": 8192, "high": 24576}
@@ -170,6 +177,33 @@ def _tool_config(choice: str, tools: tuple[ToolSchema, ...]) -> dict[str, Any] |
     )
 
 
+# Models that cannot stop thinking, and the least they think (Google's documented
+# minimum budget): ``think=False`` sends that, and a notice says so.
+_ALWAYS_THINKS = (("gemini-2.5-pro", 128),)
+
+
+def thinking_notice(think: bool | str | None, model: str) -> str | None:
+    """The notice for ``think=False`` on a model that cannot stop thinking, else ``None``."""
+    if think is not False:
+        return None
+    if _gemini_3(model):
+        least = "its lowest thinking level (low)"
+    else:
+        budget = _least_budget(model)
+        if budget is None:
+            return None
+        least = f"its smallest thinking budget ({budget} tokens)"
+    return f"{model} cannot turn thinking off; it thinks with {least} instead."
+
+
+def _least_budget(model: str) -> int | None:
+    name = model.rpartition("/")[2]
+    for prefix, budget in _ALWAYS_THINKS:
+        if name.startswith(prefix):
+            return budget
+    return None
+
+
 def _thinking(think: bool | str | None, model: str) -> dict[str, Any] | None:
     if think is None:
         return None
@@ -177,8 +211,11 @@ def _thinking(think: bool | str | None, model: str) -> dict[str, Any] | None:
     if think is True:
         return {"includeThoughts": True}
     if think is False:
-        # Gemini 3 cannot stop thinking; its lowest level is the nearest.
-        return {"thinkingLevel": "low"} if newer else {"thinkingBudget": 0}
+        # Gemini 3 cannot stop thinking; its lowest level is the nearest. Nor can
+        # 2.5 Pro ("Budget 0 is invalid"): its smallest budget is.
+        if newer:
+            return {"thinkingLevel": "low"}
+        return {"thinkingBudget": _least_budget(model) or 0}
     level = str(think).lower()
     if level not in _BUDGETS:
         raise InvalidRequestError(

@@ -10,7 +10,7 @@ the ``status`` and the ``reason``; the API's own words are always quoted.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,14 +25,14 @@ from ollm.errors import (
     RateLimitedError,
     TokenLimitError,
 )
+from ollm.kit import excerpt, quote
 from ollm_gemini._config import ENV_API_KEY, GeminiConfig
 from ollm_gemini._wire import ErrorBody
-from ollm_http import excerpt, retry_after_seconds
+from ollm_http import decode_json, is_rate_limited, retry_after_seconds
 
 __all__ = ["PROVIDER", "ApiError", "error_from_reply", "parse_error"]
 
 PROVIDER = "gemini"
-_MAX_QUOTE = 300
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)s\s*")
 _BAD_KEY = ("API_KEY_INVALID", "API_KEY_EXPIRED", "API_KEY_SERVICE_BLOCKED")
 
@@ -67,7 +67,7 @@ def api_error(value: Any, status: int | None = None) -> ApiError:
     """An ``ApiError`` from the ``error`` member of a body."""
     if not isinstance(value, dict):
         text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
-        return ApiError(status, text.strip()[:_MAX_QUOTE] or "no details")
+        return ApiError(status, quote(text) or "no details")
     code = value.get("code")
     number = code if isinstance(code, int) and not isinstance(code, bool) else None
     message = value.get("message")
@@ -108,8 +108,8 @@ def api_error(value: Any, status: int | None = None) -> ApiError:
 def parse_error(status: int, body: bytes) -> ApiError:
     """What the API said in an error reply, whatever its shape (an object, a list of one)."""
     try:
-        parsed = msgspec.json.decode(body)
-    except (msgspec.DecodeError, RecursionError):
+        parsed = decode_json(body)
+    except msgspec.DecodeError:
         text = body.strip()
         return ApiError(status, excerpt(text) if text else "an empty reply")
     if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):
@@ -121,11 +121,6 @@ def parse_error(status: int, body: bytes) -> ApiError:
     if wrapped.error is None:
         return ApiError(status, excerpt(body))
     return api_error(wrapped.error, status)
-
-
-def _quote(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= _MAX_QUOTE else text[:_MAX_QUOTE] + "..."
 
 
 def _key_step(config: GeminiConfig) -> str:
@@ -143,11 +138,10 @@ def error_from_reply(
     config: GeminiConfig,
     model: str | None = None,
     headers: Mapping[str, str] | None = None,
-    available: Sequence[str] | None = None,
 ) -> OllmError:
     """The ``OllmError`` for an error reply of the API, worded with what to do next."""
     code = said.code
-    quoted = _quote(said.message)
+    quoted = quote(said.message)
     common: dict[str, Any] = {"provider": PROVIDER, "model": model, "status": code}
     name = repr(model) if model else "the model"
     who = "The Gemini API"
@@ -172,27 +166,23 @@ def error_from_reply(
         )
     if code == 404 or said.status == "NOT_FOUND":
         if model is not None and said.mentions("model", model):
-            if available:
-                shown = ", ".join(list(available)[:12])
-                more = f" and {len(available) - 12} more" if len(available) > 12 else ""
-                step = f"Models it has: {shown}{more}."
-            else:
-                step = "See what it has with: ollm models list -p gemini"
             return ModelNotFoundError(
-                f"{who} has no model {model!r} for this method ({quoted}). {step}", **common
+                f"{who} has no model {model!r} for this method ({quoted}). See what it has "
+                "with: ollm models list -p gemini.",
+                **common,
             )
         return InvalidRequestError(
             f"{who} has no such resource (HTTP 404: {quoted}). Check {config.where} "
             f"({config.base_url}).",
             **common,
         )
-    if code == 429 or said.status == "RESOURCE_EXHAUSTED":
+    if is_rate_limited(code, headers) or said.status == "RESOURCE_EXHAUSTED":
         wait = said.retry_delay
         if wait is None and headers:
             wait = retry_after_seconds(headers)
         which = f" (quota {', '.join(said.quota[:3])})" if said.quota else ""
         return RateLimitedError(
-            f"{who} is limiting requests{which} (HTTP 429: {quoted}). Wait and try again, "
+            f"{who} is limiting requests{which} (HTTP {code}: {quoted}). Wait and try again, "
             "lower the rate of requests, or check the plan of the key's project.",
             retry_after=wait,
             **common,

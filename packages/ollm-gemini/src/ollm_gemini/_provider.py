@@ -5,15 +5,16 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from types import TracebackType
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import msgspec
 
-from ollm.errors import BadResponseError, InvalidRequestError, ModelNotFoundError, OllmError
-from ollm.registries import UsageAnchors
+from ollm import __version__ as ollm_version
+from ollm.errors import AuthenticationError, BadResponseError, ModelNotFoundError, OllmError
+from ollm.kit import UsageAnchors, text_list
 from ollm.types import (
     EmbeddingResult,
     HealthStatus,
@@ -24,12 +25,24 @@ from ollm.types import (
     Usage,
 )
 from ollm_gemini._chat import stream_chat
-from ollm_gemini._config import GeminiConfig
+from ollm_gemini._config import DEFAULT_BASE_URL, ENV_CONNECT_TIMEOUT, ENV_TIMEOUT, GeminiConfig
 from ollm_gemini._convert import build_body
-from ollm_gemini._errors import PROVIDER
-from ollm_gemini._http import DEFAULT_RETRY, GeminiHTTP
-from ollm_gemini._wire import BatchEmbeddings, CountTokens, ModelCard
-from ollm_http import Reply, RetryPolicy, check_health, encode_body
+from ollm_gemini._errors import PROVIDER, error_from_reply, parse_error
+from ollm_gemini._version import __version__
+from ollm_gemini._wire import BatchEmbeddings, CountTokens, ModelCard, ModelList
+from ollm_http import (
+    NO_RETRY,
+    Adjust,
+    ErrorContext,
+    HTTPConfig,
+    HTTPProvider,
+    Limits,
+    Reply,
+    RetryPolicy,
+    Timeouts,
+    check_health,
+    encode_body,
+)
 
 __all__ = ["GeminiProvider"]
 
@@ -42,9 +55,41 @@ MODELS_SECONDS = 300.0
 EXACT_ABOVE = 0.5
 # batchEmbedContents takes at most 100 requests.
 EMBED_BATCH = 100
+# The most models a listing reads (pages of 1,000), against a server that never ends it.
+MAX_PAGES = 20
+# An SSE event can be large (a whole function call, a long thought); it is bounded.
+MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 
-class GeminiProvider:
+def _context(config: GeminiConfig) -> ErrorContext:
+    return ErrorContext(
+        provider="the Gemini API",
+        code_name=PROVIDER,
+        url_setting=config.where,
+        start_hint=None,
+        timeout_setting=ENV_TIMEOUT,
+        connect_timeout_setting=ENV_CONNECT_TIMEOUT,
+        read_timeout_hint=(
+            "a thinking model can take long before its first token: raise the timeout "
+            f"({ENV_TIMEOUT}=1200)"
+        ),
+    )
+
+
+def _headers(config: GeminiConfig) -> dict[str, str]:
+    headers = {
+        "User-Agent": f"ollm/{ollm_version} ollm-gemini/{__version__}",
+        "Accept": "application/json",
+    }
+    if config.api_key:
+        headers["x-goog-api-key"] = config.api_key
+    if config.credentials:
+        headers["Authorization"] = config.credentials
+    headers.update(config.headers)
+    return headers
+
+
+class GeminiProvider(HTTPProvider):
     """Google's Gemini models through the Gemini API (``generativelanguage.googleapis.com``).
 
     Configuration comes from the arguments, else the environment: ``GEMINI_API_KEY``
@@ -68,6 +113,7 @@ class GeminiProvider:
     name = "gemini"
     handles_abort = True
     embed_batch_size = EMBED_BATCH
+    wire = "the Gemini API's format"
 
     def __init__(
         self,
@@ -97,7 +143,22 @@ class GeminiProvider:
             verify=verify,
             environ=os.environ if environ is None else environ,
         )
-        self._http = GeminiHTTP(self.config, transport, retry or DEFAULT_RETRY)
+        config = self.config
+        super().__init__(
+            HTTPConfig(
+                config.base_url,
+                headers=_headers(config),
+                timeouts=Timeouts.uniform(config.connect_timeout, config.timeout),
+                limits=Limits(max_line=MAX_EVENT_BYTES),
+                verify=config.verify,
+                trust_env=not config.loopback,
+                context=_context(config),
+            ),
+            stack=config.http,
+            transport=transport,
+            retry=retry,
+        )
+        self.short_timeouts = Timeouts.quick(config.connect_timeout)
         self._anchors = UsageAnchors()
         self._cards: dict[str, tuple[float, ModelCard | None]] = {}
 
@@ -111,8 +172,74 @@ class GeminiProvider:
         """The model used when a chat names none (``OLLM_GEMINI_MODEL``)."""
         return self.config.default_model
 
-    def __repr__(self) -> str:
-        return f"GeminiProvider(base_url={self.config.base_url!r})"
+    # -- requests ----------------------------------------------------------------------
+
+    async def open(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        build: Callable[[], Any] | None = None,
+        model: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeouts: Timeouts | None = None,
+        adjust: Adjust | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Reply:
+        """Send a request (``HTTPProvider.open``); without a key, Google's own API is not
+        asked at all: it would refuse."""
+        if self.config.api_key is None and self.config.base_url == DEFAULT_BASE_URL:
+            raise AuthenticationError(
+                "No Gemini API key is set. Set GEMINI_API_KEY (or GOOGLE_API_KEY) to a key from "
+                "https://aistudio.google.com/apikey.",
+                provider=PROVIDER,
+                model=model,
+            )
+        return await super().open(
+            method,
+            path,
+            json=json,
+            build=build,
+            model=model,
+            headers=headers,
+            timeouts=timeouts,
+            adjust=adjust,
+            retry=retry,
+        )
+
+    def error_for(
+        self, status: int, body: bytes, headers: httpx.Headers, *, path: str, model: str | None
+    ) -> OllmError:
+        """The API's error reply (a ``google.rpc.Status``) as an ``OllmError``."""
+        return error_from_reply(
+            parse_error(status, body), config=self.config, model=model, headers=headers
+        )
+
+    async def available_models(self) -> list[str] | None:
+        """The models that can chat, for a ``MODEL_NOT_FOUND`` message."""
+        cards = await self._models(short=True, pages=2)
+        return [c.id for c in cards if "generateContent" in c.supportedGenerationMethods]
+
+    async def _models(self, *, short: bool = False, pages: int = MAX_PAGES) -> list[ModelCard]:
+        """Every model (``GET /v1beta/models``, page after page)."""
+        cards: list[ModelCard] = []
+        token: str | None = None
+        version = self.config.api_version
+        for _ in range(max(pages, 1)):
+            query = "?pageSize=1000" + (f"&pageToken={quote(token, safe='')}" if token else "")
+            listing: ModelList = await self.call(
+                "GET",
+                f"/{version}/models{query}",
+                ModelList,
+                timeouts=self.short_timeouts if short else None,
+                retry=NO_RETRY if short else None,
+            )
+            cards.extend(listing.models)
+            token = listing.nextPageToken
+            if not token:
+                break
+        return cards
 
     # -- chat --------------------------------------------------------------------------
 
@@ -129,16 +256,6 @@ class GeminiProvider:
         if correction is not None:
             body["contents"].append({"role": "user", "parts": [{"text": correction}]})
         return encode_body(body, model=request.model, provider=PROVIDER)
-
-    async def _open_chat(self, request: ProviderRequest, *, correction: str | None) -> Reply:
-        path = self._path(request.model, "streamGenerateContent") + "?alt=sse"
-        return await self._http.open(
-            "POST",
-            path,
-            lambda: self._body(request, correction),
-            model=request.model,
-            stream=True,
-        )
 
     def _replied(self, request: ProviderRequest, usage: Usage | None) -> None:
         """Note what the API counted for a complete reply."""
@@ -170,13 +287,13 @@ class GeminiProvider:
         path = self._path(request.model, "countTokens")
         body = build_body(request, api_version=self.config.api_version)
         body["model"] = self.config.resource(request.model)
-        result: CountTokens = await self._http.call(
+        result: CountTokens = await self.call(
             "POST",
             path,
             CountTokens,
-            {"generateContentRequest": body},
+            json={"generateContentRequest": body},
             model=request.model,
-            timeouts=self._http.short_timeouts,
+            timeouts=self.short_timeouts,
         )
         if result.totalTokens is None:
             raise BadResponseError(
@@ -192,8 +309,8 @@ class GeminiProvider:
         card: ModelCard | None
         try:
             path = self.config.model_path(model)
-            card = await self._http.call(
-                "GET", path, ModelCard, model=model, timeouts=self._http.short_timeouts
+            card = await self.call(
+                "GET", path, ModelCard, model=model, timeouts=self.short_timeouts, retry=NO_RETRY
             )
         except Exception:
             log.debug("what the API says about %s is unknown", model, exc_info=True)
@@ -215,7 +332,7 @@ class GeminiProvider:
 
     async def list_models(self) -> list[ModelInfo]:
         """Every model the key may use (all pages of ``GET models``), sorted by name."""
-        cards = await self._http.models()
+        cards = await self._models()
         now = time.monotonic()
         for card in cards:
             self._cards[card.id] = (now, card)
@@ -224,7 +341,7 @@ class GeminiProvider:
     async def show_model(self, name: str) -> ModelInfo:
         """One model as the API describes it; ``ModelNotFoundError`` when it has none."""
         try:
-            card: ModelCard = await self._http.call(
+            card: ModelCard = await self.call(
                 "GET", self.config.model_path(name), ModelCard, model=name
             )
         except ModelNotFoundError:
@@ -242,11 +359,7 @@ class GeminiProvider:
         self, model: str, texts: Sequence[str], *, dimensions: int | None = None
     ) -> EmbeddingResult:
         """One vector per text, in order (``batchEmbedContents``, 100 texts a request)."""
-        if isinstance(texts, str):
-            raise InvalidRequestError("embed() takes a list of texts, not one string.")
-        items = list(texts)
-        if not all(isinstance(text, str) for text in items):
-            raise InvalidRequestError("embed() takes a list of strings.")
+        items = text_list(texts)
         path = self._path(model, "batchEmbedContents")
         resource = self.config.resource(model)
         vectors: list[list[float]] = []
@@ -259,8 +372,8 @@ class GeminiProvider:
                 if dimensions is not None:
                     one["outputDimensionality"] = dimensions
                 requests.append(one)
-            result: BatchEmbeddings = await self._http.call(
-                "POST", path, BatchEmbeddings, {"requests": requests}, model=model
+            result: BatchEmbeddings = await self.call(
+                "POST", path, BatchEmbeddings, json={"requests": requests}, model=model
             )
             if len(result.embeddings) != len(batch):
                 raise BadResponseError(
@@ -277,26 +390,9 @@ class GeminiProvider:
         """Whether the API answers the key's model list, and how fast. Never raises."""
 
         async def probe() -> None:
-            await self._http.models(short=True, pages=1)
+            await self._models(short=True, pages=1)
 
-        return await check_health(self.name, probe, self.base_url)
-
-    # -- lifetime ----------------------------------------------------------------------
-
-    async def aclose(self) -> None:
-        """Close the connection pool (a later request opens a new one)."""
-        await self._http.aclose()
-
-    async def __aenter__(self) -> GeminiProvider:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+        return await check_health(self.name, probe, self.url)
 
 
 def _capabilities(card: ModelCard) -> ModelCapabilities:

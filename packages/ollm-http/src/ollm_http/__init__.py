@@ -16,7 +16,10 @@
   ``option_number``, ``stop_sequences`` and ``encode_body``: a request's options checked
   and its body encoded, failing with ``InvalidRequestError``.
 - ``RetryPolicy``, ``with_retries`` and ``retry_after_seconds`` for servers that say
-  "not now" (HTTP 429).
+  "not now" (HTTP 429, 503) or fail for a moment.
+- ``HTTPProvider`` and ``FrameStream``: the skeleton of an HTTP provider, which keeps
+  only its wire (its requests, its frames' decoding, its error wording: ``error_for``);
+  ``decode_json`` (depth-safe); ``stack_setting`` and ``secret_setting``.
 
 Nothing here is a plugin: providers import it.
 """
@@ -26,8 +29,25 @@ from ollm_http._config import ErrorContext, HTTPConfig, Limits, Timeouts, check_
 from ollm_http._errors import describe, error_from_exception, excerpt
 from ollm_http._lines import EventSplitter, LineSplitter, LineTooLongError, ServerSentEvent
 from ollm_http._options import encode_body, option_number, stop_sequences
-from ollm_http._retry import NO_RETRY, RetryPolicy, retry_after_seconds, with_retries
-from ollm_http._settings import check_base_url, is_loopback, seconds_setting
+from ollm_http._provider import Adjust, FrameStream, Framing, HTTPProvider, decode_json
+from ollm_http._retry import (
+    DEFAULT_RETRY,
+    NO_RETRY,
+    RetryPolicy,
+    is_rate_limited,
+    retry_after_seconds,
+    with_retries,
+)
+from ollm_http._settings import (
+    Stack,
+    check_base_url,
+    credentials_header,
+    display_url,
+    is_loopback,
+    seconds_setting,
+    secret_setting,
+    stack_setting,
+)
 from ollm_http._stream import (
     BodyRead,
     abort_shuts_socket,
@@ -41,12 +61,17 @@ from ollm_http._transport import HTTPTransport
 from ollm_http._version import __version__
 
 __all__ = [
+    "DEFAULT_RETRY",
     "NO_RETRY",
+    "Adjust",
     "BodyRead",
     "ErrorContext",
     "EventSplitter",
+    "FrameStream",
+    "Framing",
     "HTTPClient",
     "HTTPConfig",
+    "HTTPProvider",
     "HTTPTransport",
     "Limits",
     "LineSplitter",
@@ -54,6 +79,7 @@ __all__ = [
     "Reply",
     "RetryPolicy",
     "ServerSentEvent",
+    "Stack",
     "Timeouts",
     "__version__",
     "abort_shuts_socket",
@@ -62,16 +88,22 @@ __all__ = [
     "check_header",
     "check_health",
     "close_response",
+    "credentials_header",
+    "decode_json",
     "describe",
+    "display_url",
     "drain",
     "encode_body",
     "error_from_exception",
     "excerpt",
     "failure_event",
     "is_loopback",
+    "is_rate_limited",
     "option_number",
     "retry_after_seconds",
     "seconds_setting",
+    "secret_setting",
+    "stack_setting",
     "stop_sequences",
     "with_retries",
 ]

@@ -20,20 +20,13 @@ quoting it, and a stream that ends before ``done`` with ``STREAM_INTERRUPTED``.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-import httpx
 import msgspec
 
-from ollm.errors import (
-    BadResponseError,
-    ErrorCode,
-    OllmError,
-    ProviderError,
-)
+from ollm.errors import BadResponseError, InvalidRequestError, OllmError, ProviderError
 from ollm.types import (
-    AbortSignal,
     ErrorEvent,
     FinishEvent,
     FinishReason,
@@ -44,17 +37,9 @@ from ollm.types import (
     ToolCallEvent,
     Usage,
 )
-from ollm_http import (
-    LineSplitter,
-    abort_shuts_socket,
-    body_reader,
-    close_response,
-    drain,
-    failure_event,
-)
 from ollm_ollama._convert import build_chat_request, tool_call_from_chunk
-from ollm_ollama._errors import PROVIDER, describe_error_value, error_from_text, excerpt
-from ollm_ollama._wire import MAX_LINE_BYTES, ChatChunk, encode
+from ollm_ollama._errors import PROVIDER, describe_error_value, error_from_text
+from ollm_ollama._wire import ChatChunk, encode
 
 if TYPE_CHECKING:
     from ollm_ollama._provider import OllamaProvider
@@ -70,73 +55,33 @@ async def stream_chat(
     provider: OllamaProvider, request: ProviderRequest
 ) -> AsyncIterator[ProviderEvent]:
     """The events of one reply: ends with one ``FinishEvent``, or an ``ErrorEvent``."""
-    abort = request.abort if request.abort is not None else AbortSignal()
-    if abort.aborted:
-        yield FinishEvent("cancelled")
-        return
-    http = provider._http
     model = request.model
+    stream = provider.stream("ndjson", model=model, abort=request.abort)
     try:
-        notice = await provider._loading_notice(model, abort)
-        stop = await provider._model_stop(model, abort) if request.options.stop else ()
-        body = encode(
-            build_chat_request(request, keep_alive=provider.config.keep_alive, model_stop=stop)
-        )
-    except OllmError as exc:
-        yield ErrorEvent(exc.message, exc.code)
-        return
-    except (msgspec.EncodeError, TypeError, ValueError) as exc:
-        yield ErrorEvent(
-            f"The request to {model!r} cannot be sent as JSON ({exc}). Check the tool "
-            "arguments, the options and their extra values.",
-            ErrorCode.INVALID_REQUEST,
-        )
-        return
-    if notice is not None:
-        yield notice
-
-    response: httpx.Response | None = None
-    unwatch: Callable[[], None] | None = None
-    reads: Callable[[], Awaitable[bytes]] | None = None
-    finished = False
-    try:
-        # The headers can take minutes to come while a model loads: that wait is guarded.
-        with abort.guard() as scope:
-            response = await http.send("POST", "/api/chat", body=body, model=model, stream=True)
-        if scope.cancelled_caught or response is None:
-            yield FinishEvent("cancelled")
-            return
+        try:
+            notice = await provider._loading_notice(model, stream.abort)
+            stop = await provider._model_stop(model, stream.abort) if request.options.stop else ()
+            body = encode(
+                build_chat_request(request, keep_alive=provider.config.keep_alive, model_stop=stop)
+            )
+        except (msgspec.EncodeError, TypeError, ValueError) as exc:
+            raise _unsendable(model, exc) from None
+        if notice is not None:
+            yield notice
+        # The head can take minutes to come while a model loads: that wait is guarded.
+        await stream.open("POST", "/api/chat", json=msgspec.Raw(body))
         provider._streaming(model)
-        reads = body_reader(response)
-        unwatch = abort_shuts_socket(response, abort)
-        splitter = LineSplitter(MAX_LINE_BYTES)
+        reads, frames = stream.reads, stream.frames
         while True:
-            ended = False
-            try:
-                if unwatch is None:
-                    # No socket to shut (an injected transport): guard each read.
-                    with abort.guard() as scope:
-                        data = await reads()
-                    if scope.cancelled_caught:
-                        yield FinishEvent("cancelled")
-                        return
-                else:
-                    data = await reads()
-            except StopAsyncIteration:
-                ended = True
-            if _fired(abort):  # by this task, between reads, or while data was buffered
-                yield FinishEvent("cancelled")
-                return
-            for line in [splitter.end() or b""] if ended else splitter.feed(data):
-                if not line:
-                    continue
+            data = await reads()
+            for line in frames(data):
                 try:
                     chunk = _decode_chunk(line)
                 except (msgspec.DecodeError, RecursionError) as exc:
                     # msgspec refuses JSON nested about 1,000 deep with a RecursionError.
-                    if line.isspace():
+                    if not line or line.isspace():
                         continue
-                    yield _bad_line(provider, model, line, exc)
+                    yield stream.bad_frame(line, exc)
                     return
                 message = chunk.message
                 if (
@@ -147,41 +92,28 @@ async def stream_chat(
                     # The rarer chunks: thinking, tool calls, the end, an error.
                     for event in _events(provider, request, chunk):
                         if type(event) is FinishEvent:
-                            finished = True
+                            stream.done()
                         yield event
                         if type(event) is FinishEvent or type(event) is ErrorEvent:
                             return
                 elif message is not None and message.content:
                     yield TextEvent(message.content)
-            if ended:
+            if data is None:
                 break
-        yield ErrorEvent(
-            f"The reply from {model!r} ended before Ollama said it was done (the "
-            f"connection to {http.url} closed early). Try again; if it keeps happening, "
-            "check the server's log.",
-            ErrorCode.STREAM_INTERRUPTED,
-        )
+        yield stream.interrupted()
     except Exception as exc:
-        yield failure_event(
-            exc,
-            abort,
-            connection_error=lambda e: http.error(e, model=model, streaming=response is not None),
-            reading=f"Reading the reply from Ollama at {http.url}",
-            report="the model and server version",
-            logger=log,
-        )
+        yield stream.failure(exc)
     finally:
-        if unwatch is not None:
-            unwatch()
-        if response is not None:
-            if finished and reads is not None and not abort.aborted:
-                await drain(reads)
-            await close_response(response)
+        await stream.aclose()
 
 
-def _fired(abort: AbortSignal) -> bool:
-    # A call, so that the type checker does not assume the signal cannot change.
-    return abort.aborted
+def _unsendable(model: str, exc: Exception) -> OllmError:
+    return InvalidRequestError(
+        f"The request to {model!r} cannot be sent as JSON ({exc}). Check the tool "
+        "arguments, the options and their extra values.",
+        provider=PROVIDER,
+        model=model,
+    )
 
 
 def _events(
@@ -231,13 +163,3 @@ def _stream_error(provider: OllamaProvider, model: str, value: object) -> ErrorE
         model=model,
     )
     return ErrorEvent(error.message, error.code)
-
-
-def _bad_line(provider: OllamaProvider, model: str, line: bytes, exc: Exception) -> ErrorEvent:
-    reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-    return ErrorEvent(
-        f"Ollama at {provider.config.host} sent a line that is not a chat chunk ({reason}) "
-        f"in the reply from {model!r}: {excerpt(line)}. Check that the address is an "
-        "Ollama server, not a proxy's page.",
-        ErrorCode.BAD_RESPONSE,
-    )

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ollm.errors import InvalidRequestError
+from ollm_http import Stack, is_loopback, seconds_setting, secret_setting, stack_setting
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
@@ -26,7 +27,6 @@ __all__ = [
     "ENV_HOST",
     "ENV_HTTP",
     "ENV_TIMEOUT",
-    "HTTP_STACKS",
     "KeepAlive",
     "OllamaConfig",
     "is_loopback",
@@ -39,7 +39,6 @@ ENV_TIMEOUT = "OLLM_OLLAMA_TIMEOUT"
 ENV_CONNECT_TIMEOUT = "OLLM_OLLAMA_CONNECT_TIMEOUT"
 ENV_API_KEY = "OLLAMA_API_KEY"
 ENV_HTTP = "OLLM_OLLAMA_HTTP"
-HTTP_STACKS = ("builtin", "httpx")
 
 DEFAULT_PORT = 11434
 DEFAULT_HOST = f"http://127.0.0.1:{DEFAULT_PORT}"
@@ -81,6 +80,8 @@ def parse_host(host: str | None, *, source: str = "host") -> str:
     if sep and not hostport.strip("/"):
         raise _bad_host(host, source, "it has no host name after the scheme")
     hostport = _bracket_bare_ipv6(_without_userinfo(hostport))
+    if hostport.partition("/")[0].endswith(":"):
+        raise _bad_host(host, source, "the port after ':' is empty")
     try:
         split = urllib.parse.urlsplit(f"{scheme}://{hostport}")
         hostname = split.hostname or "127.0.0.1"
@@ -149,17 +150,6 @@ def _bracket_bare_ipv6(hostport: str) -> str:
     return f"[{address}]{slash}{rest}"
 
 
-def is_loopback(url: str) -> bool:
-    """Whether ``url`` points at this machine (so no proxy may stand in between)."""
-    hostname = (urllib.parse.urlsplit(url).hostname or "").lower()
-    if hostname == "localhost" or hostname.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(hostname).is_loopback
-    except ValueError:
-        return False
-
-
 def normalize_keep_alive(value: object, *, source: str = "keep_alive") -> KeepAlive | None:
     """A ``keep_alive`` value the server accepts, or ``None`` to leave its default.
 
@@ -204,8 +194,8 @@ class OllamaConfig:
     timeout: float = DEFAULT_TIMEOUT
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     keep_alive: KeepAlive | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    http: str = "builtin"
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    http: Stack = "builtin"
 
     @property
     def loopback(self) -> bool:
@@ -230,7 +220,7 @@ class OllamaConfig:
             host = environ.get(ENV_HOST) or None
             source = ENV_HOST
         all_headers = dict(headers or {})
-        api_key = (environ.get(ENV_API_KEY) or "").strip()
+        api_key = secret_setting(environ.get(ENV_API_KEY), ENV_API_KEY)
         if api_key and not any(k.lower() == "authorization" for k in all_headers):
             all_headers["Authorization"] = f"Bearer {api_key}"
         basic = host_authorization(host)
@@ -238,53 +228,17 @@ class OllamaConfig:
             all_headers["Authorization"] = basic
         return cls(
             host=parse_host(host, source=source),
-            timeout=_seconds(timeout, environ, ENV_TIMEOUT, DEFAULT_TIMEOUT, "timeout"),
-            connect_timeout=_seconds(
+            timeout=seconds_setting(
+                timeout, environ.get(ENV_TIMEOUT), ENV_TIMEOUT, DEFAULT_TIMEOUT
+            ),
+            connect_timeout=seconds_setting(
                 connect_timeout,
-                environ,
+                environ.get(ENV_CONNECT_TIMEOUT),
                 ENV_CONNECT_TIMEOUT,
                 DEFAULT_CONNECT_TIMEOUT,
-                "connect_timeout",
+                name="connect_timeout",
             ),
             keep_alive=normalize_keep_alive(keep_alive),
             headers=all_headers,
-            http=_http_stack(http, environ),
+            http=stack_setting(http, environ.get(ENV_HTTP), ENV_HTTP),
         )
-
-
-def _http_stack(value: str | None, environ: Mapping[str, str]) -> str:
-    source = "http"
-    if value is None:
-        value = (environ.get(ENV_HTTP) or "").strip().lower() or "builtin"
-        source = ENV_HTTP
-    if value not in HTTP_STACKS:
-        raise InvalidRequestError(
-            f"{source}={value!r} is not an HTTP stack: use 'builtin' (ollm's own HTTP/1.1 "
-            "transport for http:// servers, the fast default) or 'httpx'."
-        )
-    return value
-
-
-def _seconds(
-    value: float | None, environ: Mapping[str, str], variable: str, default: float, name: str
-) -> float:
-    source = name
-    if value is None:
-        raw = (environ.get(variable) or "").strip()
-        if not raw:
-            return default
-        source = f"{variable}={raw!r}"
-        try:
-            value = float(raw)
-        except ValueError:
-            raise InvalidRequestError(
-                f"{source} is not a number of seconds. Set it to a positive number "
-                f"such as {default:g}, or unset it to use that default."
-            ) from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidRequestError(f"{name} must be a number of seconds, not {value!r}.")
-    if not value > 0 or math.isnan(value):
-        raise InvalidRequestError(
-            f"{source} must be a positive number of seconds (the default is {default:g})."
-        )
-    return float(value)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ollm.errors import BadResponseError, OllmError
+from ollm.kit import text_list
 from ollm.types import EmbeddingResult, Usage
+from ollm_http import HTTPProvider
 from ollm_ollama._config import KeepAlive
 from ollm_ollama._errors import PROVIDER
-from ollm_ollama._http import OllamaHTTP
 from ollm_ollama._wire import EmbedRequest, EmbedResponse
 
 __all__ = ["DEFAULT_BATCH_SIZE", "embed"]
@@ -17,7 +18,7 @@ DEFAULT_BATCH_SIZE = 100
 
 
 async def embed(
-    http: OllamaHTTP,
+    http: HTTPProvider,
     model: str,
     texts: Sequence[str],
     *,
@@ -27,11 +28,8 @@ async def embed(
     keep_alive: KeepAlive | None = None,
 ) -> EmbeddingResult:
     """One vector per text, in order; large inputs go in batches of ``batch_size``."""
-    if isinstance(texts, (str, bytes)) or not all(isinstance(t, str) for t in texts):
-        raise TypeError("texts must be a list of strings (wrap a single text in a list)")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, not {batch_size}")
-    texts = list(texts)
+    texts = text_list(texts)
+    batch_size = max(1, batch_size)
     if not texts:
         # An empty input only loads the model on the server: nothing to send.
         return EmbeddingResult(model=model, vectors=[], usage=Usage())
@@ -48,7 +46,7 @@ async def embed(
         )
         try:
             answer: EmbedResponse = await http.call(
-                "POST", "/api/embed", request, kind=EmbedResponse, model=model
+                "POST", "/api/embed", EmbedResponse, json=request, model=model
             )
         except OllmError as exc:
             raise _failed(exc, http, model, len(texts), start) from None
@@ -72,7 +70,7 @@ async def embed(
     return EmbeddingResult(model=model, vectors=vectors, usage=usage)
 
 
-def _failed(exc: OllmError, http: OllamaHTTP, model: str, total: int, start: int) -> OllmError:
+def _failed(exc: OllmError, http: HTTPProvider, model: str, total: int, start: int) -> OllmError:
     """The same error, its message saying which provider, model and batch failed."""
     where = f" (texts {start + 1} and on of {total})" if start else ""
     message = f"Provider 'ollama' could not embed {total} texts with model {model!r}{where}: "

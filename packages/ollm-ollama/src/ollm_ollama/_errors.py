@@ -8,20 +8,24 @@ are recognised by their text, because the runtime acts on them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 import msgspec
 
 from ollm.errors import (
+    AuthenticationError,
     InvalidRequestError,
     ModelNotFoundError,
     OllmError,
     ProviderError,
+    RateLimitedError,
     RequestTimeoutError,
     ToolsUnsupportedError,
 )
-from ollm_http import excerpt
+from ollm.kit import quote
+from ollm_http import is_rate_limited, retry_after_seconds
 from ollm_ollama._config import OllamaConfig
 from ollm_ollama._wire import ErrorBody, decoder
 
@@ -29,13 +33,10 @@ __all__ = [
     "PROVIDER",
     "error_from_status",
     "error_from_text",
-    "excerpt",
     "server_message",
 ]
 
 PROVIDER = "ollama"
-
-_MAX_QUOTE = 300
 
 
 def server_message(body: bytes) -> str | None:
@@ -57,12 +58,7 @@ def describe_error_value(value: object) -> str | None:
         message = value.get("message")
         if isinstance(message, str) and message.strip():
             return message.strip()
-    return msgspec.json.encode(value).decode()[:_MAX_QUOTE]
-
-
-def _quote(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= _MAX_QUOTE else text[:_MAX_QUOTE] + "..."
+    return quote(msgspec.json.encode(value).decode())
 
 
 def error_from_text(text: str, *, model: str | None, status: int | None = None) -> OllmError | None:
@@ -71,23 +67,24 @@ def error_from_text(text: str, *, model: str | None, status: int | None = None) 
     name = repr(model) if model else "The model"
     if "does not support tools" in lowered:
         return ToolsUnsupportedError(
-            f"{name} cannot call tools natively: Ollama said {_quote(text)!r}. Choose a model "
-            "with tool support, or use the ReAct strategy (tool_strategy='react').",
+            f"{name} cannot call tools natively: Ollama said {quote(text)!r}. Choose a model "
+            "with tool support, or install ollm-react, which gives tools to any model "
+            "(ReAct).",
             provider=PROVIDER,
             model=model,
             status=status,
         )
     if "does not support thinking" in lowered:
         return InvalidRequestError(
-            f"{name} does not support thinking: Ollama said {_quote(text)!r}. Chat with "
-            "think=False (or leave think unset), or choose a thinking model.",
+            f"{name} does not support thinking: Ollama said {quote(text)!r}. Leave thinking "
+            "unset (no --think; think=None in Python), or choose a thinking model.",
             provider=PROVIDER,
             model=model,
             status=status,
         )
     if "does not support chat" in lowered or "does not support generate" in lowered:
         return InvalidRequestError(
-            f"{name} cannot chat: Ollama said {_quote(text)!r}. It is probably an embedding "
+            f"{name} cannot chat: Ollama said {quote(text)!r}. It is probably an embedding "
             "model: use it with embed(), or choose a chat model (ollm models list).",
             provider=PROVIDER,
             model=model,
@@ -103,12 +100,13 @@ def error_from_status(
     config: OllamaConfig,
     path: str,
     model: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> OllmError:
     """The error for an HTTP answer with a status of 400 or more."""
     url = config.host
     text = server_message(body)
     plain = body.decode("utf-8", "replace").strip()
-    said = _quote(text or plain) if (text or plain) else ""
+    said = quote(text or plain) if (text or plain) else ""
     common: dict[str, Any] = {"provider": PROVIDER, "model": model, "status": status}
     if text is not None:
         capability = error_from_text(text, model=model, status=status)
@@ -138,9 +136,17 @@ def error_from_status(
             **common,
         )
     if status in (401, 403):
-        return ProviderError(
+        return AuthenticationError(
             f"Ollama at {url} refused access (HTTP {status}: {said}). Set OLLAMA_API_KEY "
             "(or pass headers=...) with a key that may use this server.",
+            **common,
+        )
+    if is_rate_limited(status, headers):
+        return RateLimitedError(
+            f"Ollama at {url} is limiting requests (HTTP {status}: {said or 'no details'}). "
+            "Wait a moment and try again, or lower the number of requests at once "
+            "(OLLAMA_NUM_PARALLEL and OLLAMA_MAX_QUEUE on the server).",
+            retry_after=retry_after_seconds(headers) if headers else None,
             **common,
         )
     if status == 400:

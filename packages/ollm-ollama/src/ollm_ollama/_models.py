@@ -1,7 +1,7 @@
 """Model management on an Ollama server: list, show, pull, delete, copy, running models.
 
-Each function takes the provider's ``OllamaHTTP`` and raises a typed ``OllmError`` when
-the server says no. Replies become ollm's ``ModelInfo``, ``RunningModel`` and
+Each function takes the provider (an ``ollm_http.HTTPProvider``) and raises a typed
+``OllmError`` when the server says no. Replies become ollm's ``ModelInfo``, ``RunningModel`` and
 ``PullProgress``; Ollama's quirks stay here (``parameters`` as one string of lines, the
 trained context length under ``<arch>.context_length``, empty 200 bodies, pull errors
 on a 200 stream).
@@ -9,28 +9,29 @@ on a 200 stream).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import math
 from collections.abc import AsyncGenerator
 from datetime import datetime
 from typing import Any
 
-import httpx
 import msgspec
 
 from ollm.errors import (
     InvalidRequestError,
     ModelNotFoundError,
+    OllmError,
     ProviderError,
     StreamInterruptedError,
 )
+from ollm.kit import excerpt
 from ollm.types import ModelInfo, PullProgress, RunningModel
-from ollm_http import LineSplitter, close_response
+from ollm_http import HTTPProvider, RetryPolicy, Timeouts
 from ollm_ollama._convert import capabilities_from, parse_parameters
-from ollm_ollama._errors import PROVIDER, describe_error_value, excerpt
-from ollm_ollama._http import OllamaHTTP
+from ollm_ollama._errors import PROVIDER, describe_error_value
 from ollm_ollama._wire import (
-    MAX_LINE_BYTES,
     ModelDetails,
     PsResponse,
     PullLine,
@@ -96,9 +97,9 @@ def check_name(name: object, what: str = "model") -> str:
 # -- reading -----------------------------------------------------------------------------
 
 
-async def list_models(http: OllamaHTTP) -> list[ModelInfo]:
+async def list_models(http: HTTPProvider) -> list[ModelInfo]:
     """``GET /api/tags``: the models on the server."""
-    tags: TagsResponse = await http.call("GET", "/api/tags", kind=TagsResponse)
+    tags: TagsResponse = await http.call("GET", "/api/tags", TagsResponse)
     return [_model_info_from_tag(entry) for entry in tags.models or ()]
 
 
@@ -149,16 +150,21 @@ def _time(value: datetime | None) -> datetime | None:
 
 
 async def fetch_show(
-    http: OllamaHTTP, name: str, *, timeout: httpx.Timeout | None = None
+    http: HTTPProvider,
+    name: str,
+    *,
+    timeouts: Timeouts | None = None,
+    retry: RetryPolicy | None = None,
 ) -> ShowResponse:
     """``POST /api/show`` (raises ``ModelNotFoundError`` for a model the server lacks)."""
     show: ShowResponse = await http.call(
         "POST",
         "/api/show",
-        _ModelRequest(model=name),
-        kind=ShowResponse,
+        ShowResponse,
+        json=_ModelRequest(model=name),
         model=name,
-        timeout=timeout,
+        timeouts=timeouts,
+        retry=retry,
     )
     return show
 
@@ -236,10 +242,10 @@ def model_info_from_show(name: str, show: ShowResponse) -> ModelInfo:
 
 
 async def running_models(
-    http: OllamaHTTP, *, timeout: httpx.Timeout | None = None
+    http: HTTPProvider, *, timeouts: Timeouts | None = None, retry: RetryPolicy | None = None
 ) -> list[RunningModel]:
     """``GET /api/ps``: the models loaded now, latest to expire first."""
-    ps: PsResponse = await http.call("GET", "/api/ps", kind=PsResponse, timeout=timeout)
+    ps: PsResponse = await http.call("GET", "/api/ps", PsResponse, timeouts=timeouts, retry=retry)
     return [_running(entry) for entry in ps.models or ()]
 
 
@@ -253,10 +259,12 @@ def _running(entry: RunningEntry) -> RunningModel:
     )
 
 
-async def server_version(http: OllamaHTTP, *, timeout: httpx.Timeout | None = None) -> str:
+async def server_version(
+    http: HTTPProvider, *, timeouts: Timeouts | None = None, retry: RetryPolicy | None = None
+) -> str:
     """``GET /api/version``."""
     answer: VersionResponse = await http.call(
-        "GET", "/api/version", kind=VersionResponse, timeout=timeout
+        "GET", "/api/version", VersionResponse, timeouts=timeouts, retry=retry
     )
     return answer.version or ""
 
@@ -264,51 +272,49 @@ async def server_version(http: OllamaHTTP, *, timeout: httpx.Timeout | None = No
 # -- changing ----------------------------------------------------------------------------
 
 
-async def delete_model(http: OllamaHTTP, name: str) -> None:
+async def delete_model(http: HTTPProvider, name: str) -> None:
     """``DELETE /api/delete`` (200 with an empty body; 404 for a missing model)."""
-    await http.call("DELETE", "/api/delete", _ModelRequest(model=name), model=name)
+    await http.call("DELETE", "/api/delete", None, json=_ModelRequest(model=name), model=name)
 
 
-async def copy_model(http: OllamaHTTP, source: str, destination: str) -> None:
+async def copy_model(http: HTTPProvider, source: str, destination: str) -> None:
     """``POST /api/copy`` (200 with an empty body; 404 for a missing source)."""
     await http.call(
-        "POST", "/api/copy", _CopyRequest(source=source, destination=destination), model=source
+        "POST",
+        "/api/copy",
+        None,
+        json=_CopyRequest(source=source, destination=destination),
+        model=source,
     )
 
 
 # Verifying the digest of a large download sends nothing for minutes: no read timeout.
-_PULL_TIMEOUT_READ = None
+_PULL_READ = math.inf
 
 
-async def stream_pull(http: OllamaHTTP, name: str) -> AsyncGenerator[PullProgress, None]:
+async def stream_pull(
+    http: HTTPProvider, name: str, timeouts: Timeouts
+) -> AsyncGenerator[PullProgress, None]:
     """``POST /api/pull``, each progress line as it arrives; raises if the pull fails."""
-    timeout = httpx.Timeout(
-        connect=http.timeout.connect,
-        read=_PULL_TIMEOUT_READ,
-        write=http.timeout.write,
-        pool=http.timeout.pool,
-    )
-    body = msgspec.json.encode(_ModelRequest(model=name, stream=True))
-    response = await http.send(
-        "POST", "/api/pull", body=body, model=name, stream=True, timeout=timeout
-    )
+    stream = http.stream("ndjson", model=name)
     decode = decoder(PullLine).decode
-    splitter = LineSplitter(MAX_LINE_BYTES)
     succeeded = False
     try:
-        reads = response.aiter_bytes()
-        ended = False
-        while not ended:
+        await stream.open(
+            "POST",
+            "/api/pull",
+            json=_ModelRequest(model=name, stream=True),
+            timeouts=dataclasses.replace(timeouts, read=_PULL_READ),
+        )
+        reads, frames = stream.reads, stream.frames
+        while True:
             try:
-                data = await anext(reads, None)
-            except httpx.HTTPError as exc:
-                raise http.error(exc, model=name, streaming=True, timeout=timeout) from None
-            if data is None:
-                ended = True
-                lines = [splitter.end() or b""]
-            else:
-                lines = splitter.feed(data)
-            for line in lines:
+                data = await reads()
+            except OllmError:
+                raise
+            except Exception as exc:
+                raise stream.error(exc) from None
+            for line in frames(data):
                 if not line or line.isspace():
                     continue
                 try:
@@ -336,8 +342,10 @@ async def stream_pull(http: OllamaHTTP, name: str) -> AsyncGenerator[PullProgres
                     total=step.total,
                     completed=step.completed,
                 )
+            if data is None:
+                break
     finally:
-        await close_response(response)
+        await stream.aclose()
     if not succeeded:
         raise StreamInterruptedError(
             f"Pulling {name!r} from Ollama at {http.url} stopped before it finished. Run the "
@@ -347,7 +355,7 @@ async def stream_pull(http: OllamaHTTP, name: str) -> AsyncGenerator[PullProgres
         )
 
 
-def _pull_error(http: OllamaHTTP, name: str, text: str) -> Exception:
+def _pull_error(http: HTTPProvider, name: str, text: str) -> Exception:
     lowered = text.lower()
     if "file does not exist" in lowered or "not found" in lowered:
         return ModelNotFoundError(

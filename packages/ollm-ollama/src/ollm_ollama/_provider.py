@@ -8,12 +8,12 @@ import logging
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from types import TracebackType
 
 import httpx
 
+from ollm import __version__ as ollm_version
 from ollm.errors import ModelNotFoundError, OllmError
-from ollm.registries import UsageAnchors
+from ollm.kit import UsageAnchors
 from ollm.types import (
     AbortSignal,
     EmbeddingResult,
@@ -26,14 +26,30 @@ from ollm.types import (
     PullProgress,
     RunningModel,
 )
-from ollm_http import check_health
+from ollm_http import (
+    NO_RETRY,
+    ErrorContext,
+    HTTPConfig,
+    HTTPProvider,
+    Limits,
+    RetryPolicy,
+    Timeouts,
+    check_health,
+)
 from ollm_ollama import _models
 from ollm_ollama._chat import stream_chat
-from ollm_ollama._config import KeepAlive, OllamaConfig
+from ollm_ollama._config import (
+    ENV_CONNECT_TIMEOUT,
+    ENV_HOST,
+    ENV_TIMEOUT,
+    KeepAlive,
+    OllamaConfig,
+)
 from ollm_ollama._convert import capabilities_from
 from ollm_ollama._embed import DEFAULT_BATCH_SIZE, embed
-from ollm_ollama._http import OllamaHTTP
-from ollm_ollama._wire import ShowResponse
+from ollm_ollama._errors import PROVIDER, error_from_status
+from ollm_ollama._version import __version__
+from ollm_ollama._wire import MAX_LINE_BYTES, ShowResponse
 
 __all__ = ["OllamaProvider"]
 
@@ -44,8 +60,25 @@ log = logging.getLogger(__name__)
 RECENTLY_LOADED_SECONDS = 240.0
 RUNNING_LIST_SECONDS = 2.0
 
+CONTEXT = ErrorContext(
+    provider="Ollama",
+    code_name=PROVIDER,
+    url_setting=ENV_HOST,
+    start_hint=(
+        "Start it with: ollama serve (install it from https://ollama.com/download first). "
+        "No Ollama here? ollm chat -p echo answers with no server at all, and -p openai "
+        "reaches any OpenAI-compatible server."
+    ),
+    timeout_setting=ENV_TIMEOUT,
+    connect_timeout_setting=ENV_CONNECT_TIMEOUT,
+    read_timeout_hint=(
+        "loading a large model for the first time can take minutes: raise the timeout "
+        f"({ENV_TIMEOUT}=600)"
+    ),
+)
 
-class OllamaProvider:
+
+class OllamaProvider(HTTPProvider):
     """The Ollama provider: ``ChatClient(provider=OllamaProvider())``, or on its own.
 
     Configuration comes from the arguments, else from ``environ`` (``os.environ`` by
@@ -68,6 +101,7 @@ class OllamaProvider:
     name = "ollama"
     handles_abort = True
     embed_batch_size = DEFAULT_BATCH_SIZE
+    wire = "Ollama's documented format"
 
     def __init__(
         self,
@@ -79,6 +113,7 @@ class OllamaProvider:
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         http: str | None = None,
+        retry: RetryPolicy | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.config = OllamaConfig.resolve(
@@ -90,7 +125,27 @@ class OllamaProvider:
             http=http,
             environ=os.environ if environ is None else environ,
         )
-        self._http = OllamaHTTP(self.config, transport)
+        config = self.config
+        super().__init__(
+            HTTPConfig(
+                config.host,
+                headers={
+                    "User-Agent": f"ollm/{ollm_version} ollm-ollama/{__version__}",
+                    "Content-Type": "application/json",
+                    "Accept": "application/json",
+                    **config.headers,
+                },
+                timeouts=Timeouts.uniform(config.connect_timeout, config.timeout),
+                limits=Limits(max_line=MAX_LINE_BYTES),
+                # A local server needs no proxy.
+                trust_env=not config.loopback,
+                context=CONTEXT,
+            ),
+            stack=config.http,
+            transport=transport,
+            retry=retry,
+        )
+        self.short_timeouts = Timeouts.quick(config.connect_timeout)
         self._shows: dict[str, ShowResponse] = {}
         self._answered: dict[str, float] = {}
         self._noticed: dict[str, float] = {}
@@ -102,8 +157,13 @@ class OllamaProvider:
         """The server's base URL, for example ``http://127.0.0.1:11434``."""
         return self.config.host
 
-    def __repr__(self) -> str:
-        return f"OllamaProvider(host={self.config.host!r})"
+    def error_for(
+        self, status: int, body: bytes, headers: httpx.Headers, *, path: str, model: str | None
+    ) -> OllmError:
+        """Ollama's error reply as an ``OllmError`` (see the README's table)."""
+        return error_from_status(
+            status, body, config=self.config, path=path, model=model, headers=headers
+        )
 
     # -- chat --------------------------------------------------------------------------
 
@@ -125,7 +185,7 @@ class OllamaProvider:
                     self._answered[model] = time.monotonic()
                     return None
                 # Only a model the server has is loaded; a missing one fails right after.
-                await self._show(model, timeout=self._http.short_timeout)
+                await self._show(model, quick=True)
             if scope.cancelled_caught:
                 return None
         except Exception:
@@ -140,7 +200,7 @@ class OllamaProvider:
         """The model's own stop strings, to keep them when a request adds its own."""
         try:
             with abort.guard():
-                return _models.model_stop(await self._show(model))
+                return _models.model_stop(await self._show(model, quick=True))
         except Exception:
             log.debug("the stop strings of %r are unknown", model, exc_info=True)
         return []
@@ -175,7 +235,7 @@ class OllamaProvider:
         ``num_ctx``, else ``None`` (unknown: the runtime assumes 4096). Raises
         ``ModelNotFoundError`` when the server does not have the model.
         """
-        show = await self._show(model)
+        show = await self._show(model, quick=True)
         try:
             loaded = await self._loaded(model)
         except OllmError:
@@ -194,7 +254,7 @@ class OllamaProvider:
         snapshot = self._running
         if snapshot is None or time.monotonic() - snapshot[0] > RUNNING_LIST_SECONDS:
             self._remember_running(
-                await _models.running_models(self._http, timeout=self._http.short_timeout)
+                await _models.running_models(self, timeouts=self.short_timeouts, retry=NO_RETRY)
             )
             snapshot = self._running
             assert snapshot is not None
@@ -207,10 +267,17 @@ class OllamaProvider:
         )
         return running
 
-    async def _show(self, model: str, *, timeout: httpx.Timeout | None = None) -> ShowResponse:
+    async def _show(self, model: str, *, quick: bool = False) -> ShowResponse:
+        """``/api/show`` of ``model``, cached; ``quick`` for a best-effort look (short
+        timeouts, no retry: the chat goes on without it)."""
         show = self._shows.get(model)
         if show is None:
-            show = await _models.fetch_show(self._http, _models.check_name(model), timeout=timeout)
+            show = await _models.fetch_show(
+                self,
+                _models.check_name(model),
+                timeouts=self.short_timeouts if quick else None,
+                retry=NO_RETRY if quick else None,
+            )
             self._shows[model] = show
         return show
 
@@ -227,11 +294,11 @@ class OllamaProvider:
 
     async def list_models(self) -> list[ModelInfo]:
         """The models on the server (``ollama list``)."""
-        return await _models.list_models(self._http)
+        return await _models.list_models(self)
 
     async def show_model(self, name: str) -> ModelInfo:
         """One model in detail; raises ``ModelNotFoundError`` when it is missing."""
-        show = await _models.fetch_show(self._http, _models.check_name(name))
+        show = await _models.fetch_show(self, _models.check_name(name))
         self._shows[name] = show
         return _models.model_info_from_show(name, show)
 
@@ -239,7 +306,7 @@ class OllamaProvider:
         """Download ``name``, yielding each step; raises a typed error if it fails."""
         name = _models.check_name(name)
         self._forget(name)
-        return _models.stream_pull(self._http, name)
+        return _models.stream_pull(self, name, self.http.config.timeouts)
 
     async def pull_model(
         self, name: str, *, on_progress: Callable[[PullProgress], object] | None = None
@@ -256,7 +323,7 @@ class OllamaProvider:
         """Delete ``name``; raises ``ModelNotFoundError`` when it is missing."""
         name = _models.check_name(name)
         try:
-            await _models.delete_model(self._http, name)
+            await _models.delete_model(self, name)
         except ModelNotFoundError as exc:
             raise ModelNotFoundError(
                 f"Model {name!r} is not on the Ollama server at {self.host}, so there is "
@@ -271,7 +338,7 @@ class OllamaProvider:
     async def copy_model(self, source: str, destination: str) -> None:
         """Copy ``source`` to the new name ``destination`` (``ollama cp``)."""
         await _models.copy_model(
-            self._http,
+            self,
             _models.check_name(source, "source model"),
             _models.check_name(destination, "destination model"),
         )
@@ -279,11 +346,11 @@ class OllamaProvider:
 
     async def running_models(self) -> list[RunningModel]:
         """The models loaded in memory now (``ollama ps``), latest to expire first."""
-        return self._remember_running(await _models.running_models(self._http))
+        return self._remember_running(await _models.running_models(self))
 
     async def version(self) -> str:
         """The server's version, for example ``"0.12.10"``."""
-        return await _models.server_version(self._http)
+        return await _models.server_version(self)
 
     # -- embeddings and health ---------------------------------------------------------
 
@@ -301,7 +368,7 @@ class OllamaProvider:
         makes a text longer than the context an error instead of cutting it.
         """
         return await embed(
-            self._http,
+            self,
             _models.check_name(model),
             texts,
             batch_size=self.embed_batch_size,
@@ -314,23 +381,6 @@ class OllamaProvider:
         """Whether the server answers, how fast, and its version. Never raises."""
         return await check_health(
             self.name,
-            lambda: _models.server_version(self._http, timeout=self._http.short_timeout),
+            lambda: _models.server_version(self, timeouts=self.short_timeouts, retry=NO_RETRY),
             f"Ollama at {self.host}",
         )
-
-    # -- lifetime ----------------------------------------------------------------------
-
-    async def aclose(self) -> None:
-        """Close the connection pool (a later request opens a new one)."""
-        await self._http.aclose()
-
-    async def __aenter__(self) -> OllamaProvider:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ollm._lazy import lazy_exports
+from ollm.kit import lazy_exports
 from ollm_openai._version import __version__
 
 if TYPE_CHECKING:

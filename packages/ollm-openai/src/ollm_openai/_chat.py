@@ -22,9 +22,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ollm.errors import ErrorCode
 from ollm.types import (
-    AbortSignal,
     ErrorEvent,
     FinishEvent,
     FinishReason,
@@ -36,21 +34,12 @@ from ollm.types import (
     ToolCallEvent,
     Usage,
 )
-from ollm_http import (
-    BodyRead,
-    EventSplitter,
-    Reply,
-    abort_shuts_socket,
-    body_reader,
-    drain,
-    excerpt,
-    failure_event,
-)
 from ollm_openai._convert import ToolCallAssembler
-from ollm_openai._errors import error_from_value
+from ollm_openai._errors import error_from_value, error_value, parse_error
 from ollm_openai._wire import Chunk, Completion, UsageWire
 
 if TYPE_CHECKING:
+    from ollm_http import FrameStream
     from ollm_openai._provider import OpenAIProvider
 
 __all__ = ["stream_chat"]
@@ -59,8 +48,6 @@ log = logging.getLogger(__name__)
 
 _decode_chunk = msgspec.json.Decoder(Chunk).decode
 _decode_completion = msgspec.json.Decoder(Completion).decode
-# An SSE event can be large (a whole tool call, a long reasoning step); it is bounded.
-MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 
 def usage_from(wire: UsageWire | None) -> Usage | None:
@@ -69,10 +56,16 @@ def usage_from(wire: UsageWire | None) -> Usage | None:
         return None
     prompt = wire.prompt_tokens or 0
     completion = wire.completion_tokens or 0
+    prompt_details = wire.prompt_tokens_details
+    completion_details = wire.completion_tokens_details
     return Usage(
         prompt_tokens=prompt,
         completion_tokens=completion,
         total_tokens=wire.total_tokens or prompt + completion,
+        cached_tokens=prompt_details.cached_tokens if prompt_details is not None else None,
+        reasoning_tokens=(
+            completion_details.reasoning_tokens if completion_details is not None else None
+        ),
     )
 
 
@@ -111,72 +104,41 @@ async def stream_chat(
     provider: OpenAIProvider, request: ProviderRequest
 ) -> AsyncIterator[ProviderEvent]:
     """The events of one reply: ends with one ``FinishEvent``, or an ``ErrorEvent``."""
-    abort = request.abort if request.abort is not None else AbortSignal()
-    if abort.aborted:
-        yield FinishEvent("cancelled")
-        return
-    http = provider._http
-    model = request.model
     streaming = provider.config.stream
-    reply: Reply | None = None
-    reads: BodyRead | None = None
-    unwatch = None
-    finished = False
+    stream = provider.stream("sse", model=request.model, abort=request.abort)
     state = _Reply()
     try:
-        with abort.guard() as scope:
-            reply = await provider._open_chat(request, stream=streaming)
-        if scope.cancelled_caught or reply is None:
-            yield FinishEvent("cancelled")
-            return
+        await stream.open(
+            "POST",
+            "/chat/completions",
+            build=lambda: provider._body(request, stream=streaming),
+            adjust=provider._adjust(request, stream=streaming),
+        )
         if not streaming:
-            for event in await _whole(provider, request, reply, abort):
+            for event in _whole(provider, request, stream, await stream.whole()):
                 yield event
             return
-        response = reply.response
-        reads = body_reader(response)
-        unwatch = abort_shuts_socket(response, abort)
-        splitter = EventSplitter(MAX_EVENT_BYTES)
-        done = False
-        while not done:
-            ended = False
-            try:
-                if unwatch is None:
-                    with abort.guard() as scope:
-                        data = await reads()
-                    if scope.cancelled_caught:
-                        yield FinishEvent("cancelled")
-                        return
-                else:
-                    data = await reads()
-            except StopAsyncIteration:
-                ended = True
-            if _fired(abort):
-                yield FinishEvent("cancelled")
-                return
-            for sse in splitter.end() if ended else splitter.feed(data):
+        reads, frames = stream.reads, stream.frames
+        while True:
+            data = await reads()
+            for sse in frames(data):
                 text = sse.data
                 if text == "[DONE]":
-                    done = True
-                    break
+                    stream.done()
+                    for event in state.end(provider, request):
+                        yield event
+                    return
                 if not text or text.isspace():
                     continue  # a keep-alive, or an event with no data
                 try:
                     chunk = _decode_chunk(text)
                 except (msgspec.DecodeError, RecursionError) as exc:
-                    if sse.event == "error":
-                        chunk = Chunk(error=text)
-                    else:
-                        yield _bad_event(provider, model, text, exc)
+                    if sse.event != "error":
+                        yield stream.bad_frame(text, exc)
                         return
+                    chunk = Chunk()
                 if chunk.error is not None or sse.event == "error":
-                    error = error_from_value(
-                        chunk.error if chunk.error is not None else text,
-                        config=provider.config,
-                        model=model,
-                        partial=True,
-                    )
-                    yield ErrorEvent(error.message, error.code)
+                    yield _stream_error(provider, request.model, chunk, text)
                     return
                 choices = chunk.choices
                 if choices:
@@ -199,53 +161,39 @@ async def stream_chat(
                         state.finish_reason = choice.finish_reason
                 if chunk.usage is not None:
                     state.usage = chunk.usage
-            if ended:
+            if data is None:
                 break
-        if done or state.finish_reason is not None:
-            finished = True
-            for event in state.end(provider, request):
-                yield event
+        if state.finish_reason is None:
+            yield stream.interrupted()
             return
-        yield ErrorEvent(
-            f"The reply from {model!r} ended before the server said it was done (the "
-            f"connection to {http.url} closed early). Try again; if it keeps happening, "
-            "check the server's log.",
-            ErrorCode.STREAM_INTERRUPTED,
-        )
+        # Some servers end the body after the finish reason, without [DONE].
+        for event in state.end(provider, request):
+            yield event
     except Exception as exc:
-        yield failure_event(
-            exc,
-            abort,
-            connection_error=lambda e: http.error(e, model=model, streaming=reply is not None),
-            reading=f"Reading the reply from {http.url}",
-            report="the server's name and version",
-            logger=log,
-        )
+        yield stream.failure(exc)
     finally:
-        if unwatch is not None:
-            unwatch()
-        if reply is not None:
-            if finished and reads is not None and not abort.aborted:
-                await drain(reads)
-            await reply.aclose()
+        await stream.aclose()
 
 
-async def _whole(
-    provider: OpenAIProvider, request: ProviderRequest, reply: Reply, abort: AbortSignal
+def _stream_error(provider: OpenAIProvider, model: str, chunk: Chunk, text: str) -> ErrorEvent:
+    """An error sent in the middle of a stream: ``{"error": ...}``, or ``event: error``
+    whose data is the error itself (``{"message": ...}``, or plain text)."""
+    said = error_value(chunk.error) if chunk.error is not None else parse_error(None, text)
+    error = error_from_value(said, config=provider.config, model=model, partial=True)
+    return ErrorEvent(error.message, error.code)
+
+
+def _whole(
+    provider: OpenAIProvider, request: ProviderRequest, stream: FrameStream, content: bytes
 ) -> list[ProviderEvent]:
     """The events of a reply that came whole (``stream = false``)."""
-    with abort.guard() as scope:
-        content = await reply.aread()
-    if scope.cancelled_caught:
-        return [FinishEvent("cancelled")]
     try:
         completion = _decode_completion(content)
     except (msgspec.DecodeError, RecursionError) as exc:
-        return [_bad_event(provider, request.model, content.decode("utf-8", "replace"), exc)]
+        return [stream.bad_frame(content, exc)]
     if completion.error is not None:
-        error = error_from_value(
-            completion.error, config=provider.config, model=request.model, partial=False
-        )
+        said = error_value(completion.error)
+        error = error_from_value(said, config=provider.config, model=request.model, partial=False)
         return [ErrorEvent(error.message, error.code)]
     state = _Reply()
     events: list[ProviderEvent] = []
@@ -265,18 +213,3 @@ async def _whole(
         state.finish_reason = choice.finish_reason
     state.usage = completion.usage
     return events + state.end(provider, request)
-
-
-def _fired(abort: AbortSignal) -> bool:
-    # A call, so that the type checker does not assume the signal cannot change.
-    return abort.aborted
-
-
-def _bad_event(provider: OpenAIProvider, model: str, text: str, exc: Exception) -> ErrorEvent:
-    reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-    return ErrorEvent(
-        f"The server at {provider.config.base_url} sent an event that is not a chat chunk "
-        f"({reason}) in the reply from {model!r}: {excerpt(text.encode())}. Check that the "
-        "address is an OpenAI-compatible API, not a proxy's page.",
-        ErrorCode.BAD_RESPONSE,
-    )

@@ -28,7 +28,16 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ollm.errors import InvalidRequestError, ProviderNotFoundError
-from ollm_http import check_base_url, is_loopback, seconds_setting
+from ollm_http import (
+    Stack,
+    check_base_url,
+    credentials_header,
+    display_url,
+    is_loopback,
+    seconds_setting,
+    secret_setting,
+    stack_setting,
+)
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -93,7 +102,7 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     stream_usage: bool | None = None
     stream: bool | None = None
     verify: bool | str | None = None
-    http: Literal["builtin", "httpx"] | None = None
+    http: str | None = None
     description: str | None = None
 
 
@@ -103,15 +112,19 @@ class OpenAIConfig:
 
     ``api_key_setting`` names where the key comes from (or should), for messages.
     ``official`` is true for OpenAI's own API, which refuses parameters that other
-    servers accept (``top_k``, ``chat_template_kwargs``).
+    servers accept (``top_k``, ``chat_template_kwargs``). ``base_url`` holds no
+    credentials (``user:secret@`` in the setting becomes ``credentials``, a Basic
+    ``Authorization``); the key, the credentials and the configured headers (which
+    may hold keys, ``api-key = ...``) never appear in its ``repr``.
     """
 
     base_url: str
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     api_key_setting: str = ENV_API_KEY
     organization: str | None = None
     project: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    credentials: str | None = field(default=None, repr=False)
     default_model: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
@@ -123,8 +136,13 @@ class OpenAIConfig:
     stream_usage: bool | None = None
     stream: bool = True
     verify: bool | str = True
-    http: Literal["builtin", "httpx"] = "builtin"
+    http: Stack = "builtin"
     profile: str | None = None
+
+    @property
+    def provider_name(self) -> str:
+        """The provider's name as ``-p`` takes it: ``openai``, or ``openai:PROFILE``."""
+        return "openai" if self.profile is None else f"openai:{self.profile}"
 
     @property
     def official(self) -> bool:
@@ -172,7 +190,7 @@ class OpenAIConfig:
             chosen = _profile(profile, env)
         if profile is None:
             url = base_url or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL
-            key_setting = ENV_API_KEY
+            key_setting = "the api_key argument" if api_key is not None else ENV_API_KEY
             key = api_key if api_key is not None else env.get(ENV_API_KEY)
             org = organization or env.get(ENV_ORGANIZATION)
             proj = project or env.get(ENV_PROJECT)
@@ -185,8 +203,10 @@ class OpenAIConfig:
                 )
             url = base_url or chosen.base_url or DEFAULT_BASE_URL
             key_setting = (
-                chosen.api_key_env
-                if chosen.api_key_env
+                "the api_key argument"
+                if api_key is not None
+                else chosen.api_key_env
+                if chosen.api_key_env and chosen.api_key is None
                 else f"api_key (or api_key_env) of the profile {profile!r}"
             )
             key = api_key if api_key is not None else chosen.api_key
@@ -211,12 +231,11 @@ class OpenAIConfig:
             env.get(ENV_CONNECT_TIMEOUT),
             ENV_CONNECT_TIMEOUT,
             DEFAULT_CONNECT_TIMEOUT,
+            name="connect_timeout",
         )
-        stack = http or chosen.http or env.get(ENV_HTTP) or "builtin"
-        if stack not in ("builtin", "httpx"):
-            raise InvalidRequestError(
-                f"{ENV_HTTP} (or http=...) is {stack!r}; use 'builtin' or 'httpx'."
-            )
+        stack = stack_setting(
+            http if http is not None else chosen.http, env.get(ENV_HTTP), ENV_HTTP
+        )
         merged_headers = {**chosen.headers, **(headers or {})}
         unknown = overrides.keys() - _PASSED_ON
         if unknown:
@@ -229,8 +248,9 @@ class OpenAIConfig:
             if value is not None:
                 values[name] = value
         return cls(
-            base_url=url,
-            api_key=key or None,
+            base_url=display_url(url),
+            credentials=credentials_header(url),
+            api_key=secret_setting(key, key_setting),
             api_key_setting=key_setting,
             organization=org or None,
             project=proj or None,
@@ -238,7 +258,7 @@ class OpenAIConfig:
             default_model=default_model or None,
             timeout=read,
             connect_timeout=connect,
-            http=stack,  # type: ignore[arg-type]
+            http=stack,
             profile=profile,
             **values,
         )

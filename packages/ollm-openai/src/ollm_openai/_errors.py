@@ -8,7 +8,7 @@ are always quoted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,15 +24,21 @@ from ollm.errors import (
     TokenLimitError,
     ToolsUnsupportedError,
 )
-from ollm_http import excerpt, retry_after_seconds
+from ollm.kit import excerpt, quote
+from ollm_http import decode_json, is_rate_limited, retry_after_seconds
 from ollm_openai._config import OpenAIConfig
 from ollm_openai._wire import ErrorBody
 
-__all__ = ["PROVIDER", "ServerError", "error_from_reply", "error_from_value", "parse_error"]
+__all__ = [
+    "PROVIDER",
+    "Refusal",
+    "error_from_reply",
+    "error_from_value",
+    "error_value",
+    "parse_error",
+]
 
 PROVIDER = "openai"
-
-_MAX_QUOTE = 300
 
 # How servers say that tools cannot be used (vLLM without a tool parser, llama.cpp
 # without --jinja, Ollama's /v1 for a model without tools, LM Studio, SGLang).
@@ -55,11 +61,14 @@ _CONTEXT = (
     "exceed_context_size",
     "too many tokens",
     "prompt is too long",
+    # vLLM: "The decoder prompt (length 9000) is longer than the maximum model length of 4096"
+    "maximum model length",
+    "longer than the maximum",
 )
 
 
 @dataclass(frozen=True)
-class ServerError:
+class Refusal:
     """What a server said about a failure: status, message, and OpenAI's ``type``/``code``."""
 
     status: int | None
@@ -81,64 +90,58 @@ def _text(value: Any) -> str | None:
         return value.strip() or None
     if value is None:
         return None
-    return msgspec.json.encode(value).decode()[:_MAX_QUOTE]
+    return quote(msgspec.json.encode(value).decode())
 
 
-def error_value(value: Any, status: int | None = None) -> ServerError:
-    """A ``ServerError`` from the ``error`` member of a body (an object or a string)."""
+def error_value(value: Any, status: int | None = None) -> Refusal:
+    """A ``Refusal`` from the ``error`` member of a body (an object or a string)."""
     if isinstance(value, dict):
         code = value.get("code")
         number = code if isinstance(code, int) and not isinstance(code, bool) else None
-        return ServerError(
+        return Refusal(
             status if status is not None else number,
             _text(value.get("message")) or _text(value) or "no details",
             _text(value.get("type")),
             None if number is not None else _text(code),
             _text(value.get("param")),
         )
-    return ServerError(status, _text(value) or "no details")
+    return Refusal(status, _text(value) or "no details")
 
 
-def parse_error(status: int, body: bytes) -> ServerError:
+def parse_error(status: int | None, body: bytes | str) -> Refusal:
     """What the server said in an error reply, whatever its shape."""
     try:
-        parsed = msgspec.json.decode(body, type=ErrorBody)
-    except (msgspec.DecodeError, RecursionError):
+        parsed = decode_json(body, ErrorBody)
+    except msgspec.DecodeError:
         text = body.strip()
-        return ServerError(status, excerpt(text) if text else "an empty reply")
+        return Refusal(status, excerpt(text) if text else "an empty reply")
     if parsed.error is not None:
         return error_value(parsed.error, status)
     if parsed.message is not None:  # older vLLM: {"object": "error", "message": ...}
-        return ServerError(
+        return Refusal(
             status,
             _text(parsed.message) or "no details",
             _text(parsed.type),
             None if isinstance(parsed.code, int) else _text(parsed.code),
         )
     if parsed.detail is not None:  # FastAPI: {"detail": ...}
-        return ServerError(status, _text(parsed.detail) or "no details")
-    return ServerError(status, excerpt(body))
-
-
-def _quote(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= _MAX_QUOTE else text[:_MAX_QUOTE] + "..."
+        return Refusal(status, _text(parsed.detail) or "no details")
+    return Refusal(status, excerpt(body))
 
 
 def error_from_reply(
-    said: ServerError,
+    said: Refusal,
     *,
     config: OpenAIConfig,
     path: str,
     model: str | None = None,
     headers: Mapping[str, str] | None = None,
-    available: Sequence[str] | None = None,
 ) -> OllmError:
     """The ``OllmError`` for a server's error reply, worded with what to do next."""
     status = said.status
     url = config.base_url
     who = f"The server at {url}"
-    quoted = _quote(said.message)
+    quoted = quote(said.message)
     common: dict[str, Any] = {"provider": PROVIDER, "model": model, "status": status}
     name = repr(model) if model else "the model"
     if said.mentions(*_NO_TOOLS):
@@ -163,19 +166,17 @@ def error_from_reply(
         )
     if status == 404:
         if model is not None and said.mentions("model"):
-            if available:
-                shown = ", ".join(list(available)[:12])
-                more = f" and {len(available) - 12} more" if len(available) > 12 else ""
-                step = f"It has: {shown}{more}."
-            else:
-                step = "See what it has with: ollm models list -p openai"
-            return ModelNotFoundError(f"{who} has no model {model!r} ({quoted}). {step}", **common)
+            return ModelNotFoundError(
+                f"{who} has no model {model!r} ({quoted}). See what it has with: "
+                f"ollm models list -p {config.provider_name}.",
+                **common,
+            )
         return InvalidRequestError(
             f"{who} has no route {path} ({quoted}). Check {config.where}: it usually ends "
             "with /v1 (http://127.0.0.1:8000/v1).",
             **common,
         )
-    if status == 429 or (status == 503 and headers and retry_after_seconds(headers) is not None):
+    if is_rate_limited(status, headers):
         if said.mentions("insufficient_quota", "quota"):
             return ProviderError(
                 f"{who} says the account's quota is used up ({quoted}). Check the plan and "
@@ -211,15 +212,14 @@ def error_from_reply(
 
 
 def error_from_value(
-    value: Any, *, config: OpenAIConfig, model: str | None, partial: bool
+    said: Refusal, *, config: OpenAIConfig, model: str | None, partial: bool
 ) -> OllmError:
-    """The error for a ``{"error": ...}`` sent in the middle of a stream."""
-    said = error_value(value)
+    """The error for what a server said in the body of a reply (a mid-stream error)."""
     error = error_from_reply(said, config=config, path="/chat/completions", model=model)
     if type(error) is ProviderError and partial:
         return ProviderError(
             f"The server at {config.base_url} failed in the middle of the reply from "
-            f"{model!r}: {_quote(said.message)}. Try again; if it keeps happening, check "
+            f"{model!r}: {quote(said.message)}. Try again; if it keeps happening, check "
             "the server's log.",
             provider=PROVIDER,
             model=model,

@@ -7,18 +7,19 @@ import os
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 import httpx
 import msgspec
 
+from ollm import __version__ as ollm_version
 from ollm.errors import (
     BadResponseError,
     InvalidRequestError,
     ModelNotFoundError,
+    OllmError,
 )
-from ollm.registries import UsageAnchors
+from ollm.kit import UsageAnchors
 from ollm.types import (
     EmbeddingResult,
     HealthStatus,
@@ -28,13 +29,23 @@ from ollm.types import (
     ProviderRequest,
     Usage,
 )
-from ollm_http import Reply, RetryPolicy, check_health, encode_body
+from ollm_http import (
+    NO_RETRY,
+    Adjust,
+    ErrorContext,
+    HTTPConfig,
+    HTTPProvider,
+    RetryPolicy,
+    Timeouts,
+    check_health,
+    encode_body,
+)
 from ollm_openai._chat import stream_chat, usage_from
-from ollm_openai._config import MaxTokensField, OpenAIConfig
+from ollm_openai._config import ENV_CONNECT_TIMEOUT, ENV_TIMEOUT, MaxTokensField, OpenAIConfig
 from ollm_openai._convert import build_body
-from ollm_openai._errors import PROVIDER, ServerError
-from ollm_openai._http import DEFAULT_RETRY, OpenAIHTTP
-from ollm_openai._wire import EmbeddingList, ModelCard
+from ollm_openai._errors import PROVIDER, error_from_reply, parse_error
+from ollm_openai._version import __version__
+from ollm_openai._wire import EmbeddingList, ModelCard, ModelList
 
 __all__ = ["OpenAIProvider"]
 
@@ -48,7 +59,45 @@ _OTHER_FIELD: dict[MaxTokensField, MaxTokensField] = {
 }
 
 
-class OpenAIProvider:
+def _context(config: OpenAIConfig) -> ErrorContext:
+    official = config.official
+    return ErrorContext(
+        provider="OpenAI" if official else "the OpenAI-compatible server",
+        code_name=PROVIDER,
+        url_setting=config.where,
+        start_hint=(
+            None
+            if official
+            else "Start it (vllm serve MODEL, llama-server -m FILE --jinja, lms server start...), "
+            f"or check {config.where}."
+        ),
+        timeout_setting=ENV_TIMEOUT,
+        connect_timeout_setting=ENV_CONNECT_TIMEOUT,
+        read_timeout_hint=(
+            "a large model can take long to load or to think before its first token: raise "
+            f"the timeout ({ENV_TIMEOUT}=1200, or timeout = ... in the profile)"
+        ),
+    )
+
+
+def _headers(config: OpenAIConfig) -> dict[str, str]:
+    headers = {
+        "User-Agent": f"ollm/{ollm_version} ollm-openai/{__version__}",
+        "Accept": "application/json",
+    }
+    if config.api_key:
+        headers["Authorization"] = f"Bearer {config.api_key}"
+    elif config.credentials:
+        headers["Authorization"] = config.credentials
+    if config.organization:
+        headers["OpenAI-Organization"] = config.organization
+    if config.project:
+        headers["OpenAI-Project"] = config.project
+    headers.update(config.headers)
+    return headers
+
+
+class OpenAIProvider(HTTPProvider):
     """A provider for servers that speak OpenAI's Chat Completions API.
 
     OpenAI itself, vLLM, SGLang, llama.cpp's ``llama-server``, LM Studio, a LiteLLM
@@ -74,6 +123,7 @@ class OpenAIProvider:
     name = "openai"
     handles_abort = True
     embed_batch_size = 256
+    wire = "the OpenAI format"
 
     def __init__(
         self,
@@ -121,9 +171,22 @@ class OpenAIProvider:
             stream=stream,
             verify=verify,
         )
-        if profile is not None:
-            self.name = f"openai:{profile}"
-        self._http = OpenAIHTTP(self.config, transport, retry or DEFAULT_RETRY)
+        config = self.config
+        self.name = config.provider_name
+        super().__init__(
+            HTTPConfig(
+                config.base_url,
+                headers=_headers(config),
+                timeouts=Timeouts.uniform(config.connect_timeout, config.timeout),
+                verify=config.verify,
+                trust_env=not config.loopback,
+                context=_context(config),
+            ),
+            stack=config.http,
+            transport=transport,
+            retry=retry,
+        )
+        self._short = Timeouts.quick(config.connect_timeout)
         # Learnt from the server's refusals, for the life of the provider.
         self._include_usage = self.config.stream_usage is not False
         self._max_tokens_field: MaxTokensField = self.config.max_tokens_field or (
@@ -142,9 +205,6 @@ class OpenAIProvider:
         """The model used when a chat names none (``OLLM_OPENAI_MODEL``, the profile's)."""
         return self.config.default_model
 
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(base_url={self.config.base_url!r})"
-
     # -- chat --------------------------------------------------------------------------
 
     def chat_stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
@@ -162,28 +222,49 @@ class OpenAIProvider:
         )
         return encode_body(body, model=request.model, provider=PROVIDER)
 
-    async def _open_chat(self, request: ProviderRequest, *, stream: bool) -> Reply:
-        def adjust(said: ServerError) -> bool:
-            # A server that does not take an option this request sent: drop or swap it.
+    def _adjust(self, request: ProviderRequest, *, stream: bool) -> Adjust:
+        """Drops or swaps an option a server refuses (learnt for the provider's life)."""
+
+        def adjust(status: int, body: bytes) -> bool:
+            if status not in (400, 422):
+                return False
+            said = parse_error(status, body)
             if stream and self._include_usage and said.mentions("stream_options"):
-                log.info("%s refuses stream_options: no usage from it", self.base_url)
+                log.info("%s refuses stream_options: no usage from it", self.url)
                 self._include_usage = False
                 return True
             field = self._max_tokens_field
             if request.options.max_tokens is not None and said.mentions(field):
                 self._max_tokens_field = _OTHER_FIELD[field]
-                log.info("%s refuses %s: sending %s", self.base_url, field, _OTHER_FIELD[field])
+                log.info("%s refuses %s: sending %s", self.url, field, _OTHER_FIELD[field])
                 return True
             return False
 
-        return await self._http.open(
-            "POST",
-            "/chat/completions",
-            lambda: self._body(request, stream=stream),
-            model=request.model,
-            stream=stream,
-            adjust=adjust,
+        return adjust
+
+    def error_for(
+        self, status: int, body: bytes, headers: httpx.Headers, *, path: str, model: str | None
+    ) -> OllmError:
+        """The server's error reply as an ``OllmError`` (see the README's table)."""
+        return error_from_reply(
+            parse_error(status, body), config=self.config, path=path, model=model, headers=headers
         )
+
+    async def available_models(self) -> list[str] | None:
+        """The ids the server lists (``None`` when it cannot say)."""
+        listing = await self._models_list(short=True)
+        return [card.id for card in listing.data]
+
+    async def _models_list(self, *, short: bool = False) -> ModelList:
+        listing: ModelList = await self.call(
+            "GET",
+            "/models",
+            ModelList,
+            timeouts=self._short if short else None,
+            retry=NO_RETRY if short else None,
+        )
+        self._models = (time.monotonic(), {c.id: c for c in listing.data})
+        return listing
 
     def _replied(self, request: ProviderRequest, usage: Usage | None) -> None:
         """Note what the server counted for a complete reply."""
@@ -223,32 +304,31 @@ class OpenAIProvider:
         snapshot = self._models
         if snapshot is None or time.monotonic() - snapshot[0] > MODELS_SECONDS:
             try:
-                listing = await self._http.models(short=True)
+                await self._models_list(short=True)
             except Exception:
-                log.debug("the model list of %s is unknown", self.base_url, exc_info=True)
+                log.debug("the model list of %s is unknown", self.url, exc_info=True)
                 return None
-            snapshot = self._models = (time.monotonic(), {c.id: c for c in listing.data})
+            snapshot = self._models
+            assert snapshot is not None
         return snapshot[1].get(model)
 
     # -- models ------------------------------------------------------------------------
 
     async def list_models(self) -> list[ModelInfo]:
         """The models the server serves (``GET /models``), sorted by name."""
-        listing = await self._http.models()
-        self._models = (time.monotonic(), {c.id: c for c in listing.data})
+        listing = await self._models_list()
         return sorted((self._info(card) for card in listing.data), key=lambda m: m.name)
 
     async def show_model(self, name: str) -> ModelInfo:
         """One model as the server lists it; raises ``ModelNotFoundError`` when it has none."""
-        listing = await self._http.models()
-        self._models = (time.monotonic(), {c.id: c for c in listing.data})
+        listing = await self._models_list()
         for card in listing.data:
             if card.id == name:
                 return self._info(card)
         names = [card.id for card in listing.data]
         shown = ", ".join(names[:12]) or "none"
         raise ModelNotFoundError(
-            f"The server at {self.base_url} has no model {name!r}. It has: {shown}.",
+            f"The server at {self.url} has no model {name!r}. It has: {shown}.",
             provider=PROVIDER,
             model=name,
         )
@@ -291,13 +371,13 @@ class OpenAIProvider:
             payload: dict[str, Any] = {"model": model, "input": batch, "encoding_format": "float"}
             if dimensions is not None:
                 payload["dimensions"] = dimensions
-            result: EmbeddingList = await self._http.call(
-                "POST", "/embeddings", EmbeddingList, payload, model=model
+            result: EmbeddingList = await self.call(
+                "POST", "/embeddings", EmbeddingList, json=payload, model=model
             )
             ordered = sorted(result.data, key=lambda item: item.index)
             if len(ordered) != len(batch):
                 raise BadResponseError(
-                    f"The server at {self.base_url} returned {len(ordered)} vectors for "
+                    f"The server at {self.url} returned {len(ordered)} vectors for "
                     f"{len(batch)} texts. Check that {model!r} is an embedding model.",
                     provider=PROVIDER,
                     model=model,
@@ -313,23 +393,6 @@ class OpenAIProvider:
         """Whether the server answers ``GET /models``, and how fast. Never raises."""
 
         async def probe() -> None:
-            await self._http.models(short=True)
+            await self._models_list(short=True)
 
-        return await check_health(self.name, probe, self.base_url)
-
-    # -- lifetime ----------------------------------------------------------------------
-
-    async def aclose(self) -> None:
-        """Close the connection pool (a later request opens a new one)."""
-        await self._http.aclose()
-
-    async def __aenter__(self) -> OpenAIProvider:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+        return await check_health(self.name, probe, self.url)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ollm._lazy import lazy_exports
+from ollm.kit import lazy_exports
 from ollm_react._version import __version__
 
 if TYPE_CHECKING:

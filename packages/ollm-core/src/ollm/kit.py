@@ -1,0 +1,114 @@
+"""The kit for plugin authors: what ollm's own plugins use beyond the names of ``ollm``.
+
+A third party writing a provider, a tool pack or a toolset has exactly what ollm's own
+plugins have; none of them imports a private ``ollm._*`` module (a test checks it).
+
+- ``lazy_exports``: a package's names imported on first use (PEP 562), so that plugin
+  discovery, which imports every registration module, stays cheap.
+- ``UsageAnchors``: prompt-token estimates anchored on what the server last counted.
+- ``new_call_id``: an id for a tool call whose server gave none (one format for all).
+- ``quote`` and ``excerpt``: a server's words, shortened and safe, for an error message.
+- ``check_toolset_name`` and ``valid_tool_name``: names every provider accepts.
+- ``text_list``: the texts of an ``embed()`` call checked the same way everywhere.
+
+The HTTP side of a provider (connections, streams, retries, the mapping of failures to
+ollm's errors) is the ``ollm-http`` distribution: ``ollm_http.HTTPProvider``.
+
+Names load on first use: importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ollm._lazy import lazy_exports
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ollm.registries.tokens import UsageAnchors, fallback_count, request_text
+    from ollm.tools.toolset import check_toolset_name, valid_tool_name
+
+__all__ = [
+    "UsageAnchors",
+    "check_toolset_name",
+    "excerpt",
+    "fallback_count",
+    "lazy_exports",
+    "new_call_id",
+    "quote",
+    "request_text",
+    "text_list",
+    "valid_tool_name",
+]
+
+_LAZY: dict[str, str] = {
+    "UsageAnchors": "ollm.registries.tokens",
+    "check_toolset_name": "ollm.tools.toolset",
+    "fallback_count": "ollm.registries.tokens",
+    "request_text": "ollm.registries.tokens",
+    "valid_tool_name": "ollm.tools.toolset",
+}
+
+# The longest server message quoted whole in an error message.
+QUOTE_LIMIT = 300
+
+
+def new_call_id() -> str:
+    """A new tool-call id, ``call_`` and 24 hex digits (96 random bits), as OpenAI's look.
+
+    For calls whose server sent no id (Ollama, some Gemini models): unique across a
+    conversation, so that every result finds its call.
+    """
+    # os.urandom, not secrets: secrets imports hashlib and hmac (time at start-up).
+    return f"call_{os.urandom(12).hex()}"
+
+
+def quote(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` (a server's message) stripped, and cut at ``limit`` characters with ``...``."""
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def excerpt(data: bytes | str, limit: int = 200) -> str:
+    """Up to ``limit`` characters of ``data`` (a server's bytes or text), quoted with ``repr``.
+
+    For an error message about a reply that is not what was expected: undecodable
+    bytes become U+FFFD, and a cut is marked with ``...``.
+    """
+    if isinstance(data, str):
+        text = data[: limit + 1]
+        cut = len(data) > limit
+    else:
+        text = data[: limit * 4].decode("utf-8", "replace")
+        # Bytes left out are a cut too: 4-byte characters can fill the limit exactly.
+        cut = len(text) > limit or len(data) > limit * 4
+    if cut:
+        return repr(text[:limit]) + "..."
+    return repr(text)
+
+
+def text_list(texts: object, what: str = "embed()") -> list[str]:
+    """``texts`` as a list of strings, or ``InvalidRequestError`` saying what ``what`` takes.
+
+    One string is refused (it would be embedded character by character by some
+    servers, or be an error from others): wrap it in a list.
+    """
+    from ollm.errors import InvalidRequestError
+
+    if isinstance(texts, (str, bytes)):
+        raise InvalidRequestError(
+            f"{what} takes a list of texts, not one string: wrap it in a list ([text])."
+        )
+    try:
+        items: list[object] = list(texts)  # type: ignore[call-overload]
+    except TypeError:
+        raise InvalidRequestError(
+            f"{what} takes a list of texts, not a {type(texts).__name__}."
+        ) from None
+    strings = [text for text in items if isinstance(text, str)]
+    if len(strings) != len(items):
+        raise InvalidRequestError(f"{what} takes a list of strings.")
+    return strings
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
