@@ -14,9 +14,11 @@ import logging
 import select
 import socket
 import time
+import zlib
 from collections.abc import Iterable
 from email.utils import formatdate
 from http import HTTPStatus
+from typing import Any
 from urllib.parse import unquote
 
 __all__ = ["BadRequest", "Connection", "HttpRequest", "Response", "Waker", "json_error", "readable"]
@@ -239,7 +241,9 @@ class Response:
     """Writes one response on a connection: whole, or chunked piece by piece."""
 
     __slots__ = (
+        "_compressor",
         "chunked",
+        "compress",
         "connection",
         "finished",
         "head_only",
@@ -248,7 +252,14 @@ class Response:
         "status",
     )
 
-    def __init__(self, connection: Connection, *, head_only: bool, keep_alive: bool) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        head_only: bool,
+        keep_alive: bool,
+        compress: str | None = None,
+    ) -> None:
         self.connection = connection
         self.head_only = head_only
         self.keep_alive = keep_alive
@@ -256,6 +267,10 @@ class Response:
         self.finished = False
         self.chunked = False
         self.status: int | None = None
+        # "gzip" or "deflate": every body is sent compressed, with its Content-Encoding
+        # (whether or not the client asked: as a misbehaving proxy does).
+        self.compress = compress
+        self._compressor: Any = None
 
     def _head(self, status: int, headers: list[tuple[str, str]]) -> bytes:
         try:
@@ -279,6 +294,10 @@ class Response:
         headers = list(extra_headers)
         if content_type is not None:
             headers.append(("Content-Type", content_type))
+        if self.compress is not None and body:
+            packer = _compressor(self.compress)
+            body = packer.compress(body) + packer.flush()
+            headers.append(("Content-Encoding", self.compress))
         headers.append(("Content-Length", str(len(body))))
         self.started = True
         self.status = status
@@ -294,15 +313,19 @@ class Response:
         self.started = True
         self.chunked = True
         self.status = status
-        head = self._head(
-            status, [("Content-Type", content_type), ("Transfer-Encoding", "chunked")]
-        )
-        return self.connection.send(head)
+        headers = [("Content-Type", content_type), ("Transfer-Encoding", "chunked")]
+        if self.compress is not None:
+            self._compressor = _compressor(self.compress)
+            headers.append(("Content-Encoding", self.compress))
+        return self.connection.send(self._head(status, headers))
 
     def write(self, data: bytes) -> bool:
         """One HTTP chunk (nothing for empty data, which would end the body)."""
         if not data or self.head_only:
             return not self.connection.closed
+        if self._compressor is not None:
+            # Flushed at once, so that each piece reaches the client as it is written.
+            data = self._compressor.compress(data) + self._compressor.flush(zlib.Z_SYNC_FLUSH)
         return self.connection.send(b"%x\r\n%b\r\n" % (len(data), data))
 
     def write_many(self, pieces: list[bytes]) -> bool:
@@ -321,6 +344,10 @@ class Response:
 
     def end(self) -> bool:
         """The last chunk: the body is complete."""
+        if self._compressor is not None and not self.head_only:
+            rest = self._compressor.flush()
+            if rest and not self.connection.send(b"%x\r\n%b\r\n" % (len(rest), rest)):
+                return False
         ok = self.connection.send(b"0\r\n\r\n") if not self.head_only else True
         self.finished = ok
         return ok
@@ -328,6 +355,13 @@ class Response:
     def abort(self) -> None:
         """Close the connection in the middle of the response."""
         self.connection.close()
+
+
+def _compressor(encoding: str) -> Any:
+    """A zlib stream writing ``gzip`` or ``deflate`` (zlib-wrapped, as RFC 9110 says)."""
+    if encoding not in ("gzip", "deflate"):
+        raise ValueError(f"compress must be 'gzip' or 'deflate', not {encoding!r}")
+    return zlib.compressobj(wbits=31 if encoding == "gzip" else 15)
 
 
 def json_error(message: str) -> bytes:

@@ -74,6 +74,18 @@ class FakeServer:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def compress(self) -> str | None:
+        """``"gzip"`` or ``"deflate"`` to compress every reply body from now on (as a CDN or
+        a proxy does, whether or not the client asked); ``None`` (the default) for none."""
+        return self._http.compress
+
+    @compress.setter
+    def compress(self, encoding: str | None) -> None:
+        if encoding not in (None, "gzip", "deflate"):
+            raise ValueError(f"compress must be 'gzip', 'deflate' or None, not {encoding!r}")
+        self._http.compress = encoding
+
+    @property
     def open_connections(self) -> int:
         """Client connections open right now, idle keep-alive ones included."""
         return self._http.open_connections

@@ -46,6 +46,8 @@ class HttpServer:
         self._lock = threading.Lock()
         self._stopping = False
         self.connections_accepted = 0
+        # "gzip" or "deflate": every reply body is compressed (see Response.compress).
+        self.compress: str | None = None
 
     @property
     def open_connections(self) -> int:
@@ -126,7 +128,10 @@ class HttpServer:
                 if request is None:
                     break
                 response = Response(
-                    connection, head_only=request.method == "HEAD", keep_alive=request.keep_alive
+                    connection,
+                    head_only=request.method == "HEAD",
+                    keep_alive=request.keep_alive,
+                    compress=self.compress,
                 )
                 try:
                     self.handler(request, response, connection)
