@@ -142,6 +142,8 @@ if TYPE_CHECKING:
         decode_chat_event,
         decode_provider_event,
         encode_event,
+        encode_json,
+        valid_unicode,
     )
 
 _LAZY: dict[str, str] = {
@@ -255,12 +257,14 @@ _LAZY: dict[str, str] = {
     "decode_provider_event": "ollm.types",
     "discover": "ollm.plugins",
     "encode_event": "ollm.types",
+    "encode_json": "ollm.types",
     "error_from_code": "ollm.errors",
     "estimate_text_tokens": "ollm.registries",
     "fallback_count": "ollm.registries",
     "hookimpl": "ollm.hookspecs",
     "render_result": "ollm.tools",
     "tool": "ollm.tools",
+    "valid_unicode": "ollm.types",
 }
 
 __all__ = [
@@ -373,6 +377,7 @@ __all__ = [
     "decode_provider_event",
     "discover",
     "encode_event",
+    "encode_json",
     "error_from_code",
     "estimate_text_tokens",
     "fallback_count",
@@ -381,6 +386,7 @@ __all__ = [
     "tool",
     "toolset_tool_name",
     "valid_tool_name",
+    "valid_unicode",
 ]
 
 

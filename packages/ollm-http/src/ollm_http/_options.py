@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from ollm.errors import InvalidRequestError
+from ollm.types.text import encode_json
 
 __all__ = ["encode_body", "option_number", "stop_sequences"]
 
@@ -37,9 +38,14 @@ def stop_sequences(stop: object) -> list[str]:
 
 
 def encode_body(body: Any, *, model: str, provider: str) -> msgspec.Raw:
-    """``body`` as JSON, encoded once; ``InvalidRequestError`` when it cannot be."""
+    """``body`` as JSON, encoded once; ``InvalidRequestError`` when it cannot be.
+
+    A string that is not valid Unicode (a lone surrogate in tool arguments a model sent)
+    goes with U+FFFD in its place (``ollm.valid_unicode``), scrubbed only if encoding
+    as it is failed.
+    """
     try:
-        return msgspec.Raw(_encode(body))
+        return msgspec.Raw(encode_json(body, _encode))
     except (msgspec.EncodeError, TypeError, ValueError, RecursionError) as exc:
         raise InvalidRequestError(
             f"The request to {model!r} cannot be sent as JSON ({exc}). Check the tool "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from ollm.cli.terminal import Terminal
 from ollm.types.events import (
     ChatEvent,
@@ -18,6 +16,7 @@ from ollm.types.events import (
     encode_event,
 )
 from ollm.types.messages import ToolCall
+from ollm.types.text import encode_json
 
 __all__ = ["EventRenderer"]
 
@@ -84,9 +83,7 @@ class EventRenderer:
 
 
 def _call(call: ToolCall) -> str:
-    args = ", ".join(
-        f"{key}={msgspec.json.encode(value).decode()}" for key, value in call.args.items()
-    )
+    args = ", ".join(f"{key}={encode_json(value).decode()}" for key, value in call.args.items())
     return _short(f"{call.name}({args})")
 
 

@@ -46,7 +46,7 @@ class Terminal:
             return
         if self._open == "err":
             self._newline()
-        self.out.write(text)
+        _put(self.out, text)
         self.out.flush()
         self._open = None if text.endswith("\n") else "out"
 
@@ -56,7 +56,7 @@ class Terminal:
             return
         if self._open == "out":
             self._newline()
-        self.err.write(self.style(text, *styles))
+        _put(self.err, self.style(text, *styles))
         self.err.flush()
         self._open = None if text.endswith("\n") else "err"
 
@@ -74,7 +74,7 @@ class Terminal:
     def info(self, text: str, *styles: str) -> None:
         """A line for the user on stderr (not part of the answer)."""
         self.end_line()
-        self.err.write(self.style(text, *styles) + "\n")
+        _put(self.err, self.style(text, *styles) + "\n")
         self.err.flush()
 
     def warn(self, text: str) -> None:
@@ -85,13 +85,25 @@ class Terminal:
         """One line: the message (it says what to do next)."""
         self.end_line()
         prefix = self.style("error:", "bold", "red")
-        self.err.write(f"{prefix} {message}\n")
+        _put(self.err, f"{prefix} {message}\n")
         self.err.flush()
 
     def symbol(self, fancy: str, plain: str) -> str:
         """``fancy`` where stderr can encode it, else ``plain``."""
         encoding = (getattr(self.err, "encoding", None) or "").lower()
         return fancy if "utf" in encoding else plain
+
+
+def _put(stream: TextIO, text: str) -> None:
+    """Write ``text``; what the stream cannot encode (a lone surrogate from a model, a
+    character outside its code page) is written as U+FFFD, or ``?``, never raised on."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        from ollm.types.text import valid_unicode
+
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        stream.write(valid_unicode(text).encode(encoding, "replace").decode(encoding))
 
 
 def _isatty(stream: TextIO) -> bool:

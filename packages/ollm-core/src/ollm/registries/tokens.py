@@ -11,6 +11,7 @@ import msgspec
 from ollm.types.messages import Message, TextPart
 from ollm.types.request import ProviderRequest, ToolSchema
 from ollm.types.specs import TokenCounter, TokenCounterSpec
+from ollm.types.text import encode_json
 
 __all__ = [
     "TokenCounterRegistry",
@@ -80,7 +81,7 @@ def request_text(request: ProviderRequest) -> str:
             pieces.append(message.thinking)
         for call in message.tool_calls:
             pieces.append(call.name)
-            pieces.append(_schema_encoder.encode(call.args).decode())
+            pieces.append(encode_json(call.args, _schema_encoder.encode).decode())
     for tool in request.tools:
         pieces.append(_schema_encoder.encode(tool).decode())
     return "".join(pieces)

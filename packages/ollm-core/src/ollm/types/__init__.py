@@ -51,6 +51,7 @@ from ollm.types.specs import (
     ToolsetSpec,
 )
 from ollm.types.strategy import ReplyReview, ToolStrategy
+from ollm.types.text import encode_json, valid_unicode
 
 __all__ = [
     "ROLES",
@@ -106,4 +107,6 @@ __all__ = [
     "decode_chat_event",
     "decode_provider_event",
     "encode_event",
+    "encode_json",
+    "valid_unicode",
 ]

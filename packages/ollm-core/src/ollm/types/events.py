@@ -13,6 +13,7 @@ from typing import Literal
 import msgspec
 
 from ollm.types.messages import ImagePart, ToolCall
+from ollm.types.text import encode_json
 
 __all__ = [
     "ChatEvent",
@@ -198,8 +199,13 @@ _chat_decoder = msgspec.json.Decoder(ChatEvent)
 
 
 def encode_event(event: ProviderEvent | ChatEvent) -> bytes:
-    """One event as a JSON line (without the newline)."""
-    return _encoder.encode(event)
+    """One event as a JSON line (without the newline).
+
+    A string that is not valid Unicode (a lone surrogate, as in tool arguments decoded
+    from the JSON ``"\\ud800"``) is written with U+FFFD in its place, never raised on:
+    see ``ollm.types.text.valid_unicode``.
+    """
+    return encode_json(event, _encoder.encode)
 
 
 def decode_chat_event(data: bytes | str) -> ChatEvent:
