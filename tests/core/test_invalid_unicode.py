@@ -1,8 +1,10 @@
 """Strings that are not valid Unicode (lone surrogates) are written with U+FFFD wherever
-ollm encodes them, never raised on: ``valid_unicode``, ``encode_json``, ``encode_event``."""
+ollm encodes them, never raised on: ``valid_unicode``, ``encode_json``, ``encode_event``
+and the conversation log."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -11,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ollm
+from ollm.logs import LogStore
 
 LONE = "\ud800"
 REPLACED = "\ufffd"
@@ -98,3 +101,31 @@ def test_encode_event_writes_a_lone_surrogate_as_a_replacement_character() -> No
     assert isinstance(event, ollm.ToolCallStartEvent)
     assert event.call.args == {"query": REPLACED, REPLACED: [REPLACED]}
     assert ollm.encode_event(ollm.TextEvent("fine")) == b'{"type":"text","text":"fine"}'
+
+
+def test_the_log_stores_a_lone_surrogate_as_a_replacement_character(tmp_path: Path) -> None:
+    call = ollm.ToolCall("call_1", "lookup", {"query": LONE})
+    history = [
+        ollm.Message.user(f"find {LONE}"),
+        ollm.Message.assistant("", tool_calls=(call,)),
+        ollm.Message.tool(f"nothing for {LONE}", call=call),
+        ollm.Message.assistant(f"Sorry {LONE}."),
+    ]
+    with LogStore(tmp_path / "logs.db") as store:
+        cid = store.save(ollm.Conversation(history), provider="p", system=f"be {LONE}")
+        cid = store.log_exchange(
+            cid, (), error_code="X", error_message=f"bad {LONE}", model=f"m{LONE}"
+        )
+        loaded = store.load(cid).messages
+        info = store.info(cid)
+        [response] = store.responses(cid)
+        assert [i.id for i in store.list(query="find")] == [cid]
+    assert [m.text for m in loaded] == [
+        f"find {REPLACED}",
+        "",
+        f"nothing for {REPLACED}",
+        f"Sorry {REPLACED}.",
+    ]
+    assert loaded[1].tool_calls[0].args == {"query": REPLACED}
+    assert info.system == f"be {REPLACED}"
+    assert response.error_message == f"bad {REPLACED}"

@@ -10,107 +10,82 @@
         ...
         conversation = logs.load(cid)              # an ollm.Conversation again
         for info in logs.list(query="paris"):      # full-text search (FTS5)
-            print(info.id, info.model, info.preview)
+            print(info.short_id, info.model, info.preview)
 
 The database is the standard library's ``sqlite3`` in WAL mode, so several ``ollm``
 processes may write at once (each write is one short transaction; a busy database is
-waited for, five seconds at most). Its location is ``OLLM_LOGS_PATH``, else
-``logs.db`` in ollm's data folder (``$XDG_DATA_HOME/ollm``, ``~/.local/share/ollm``;
-``~/Library/Application Support/ollm`` on macOS; ``%LOCALAPPDATA%\\ollm`` on Windows).
+waited for, five seconds at most, or ``OLLM_LOGS_BUSY_TIMEOUT`` seconds). Its location
+is ``OLLM_LOGS_PATH``, else ``logs.db`` in ollm's data folder (``$XDG_DATA_HOME/ollm``,
+``~/.local/share/ollm``; ``~/Library/Application Support/ollm`` on macOS;
+``%LOCALAPPDATA%\\ollm`` on Windows).
+
+It holds every prompt and answer, so it is private: ollm creates its folder ``0700`` and
+the database (and its ``-wal`` and ``-shm`` files) ``0600``, whatever the umask. A
+database that other users may read, or ollm's own folder when they may list it, is
+logged as a warning once per process (``LogStore.exposure`` has the text); ollm does
+not change the modes of files it did not create.
+
 The schema has a version (``PRAGMA user_version``) and migrations from the first one on;
 a database from a newer ollm, a corrupt file or one that cannot be written is a
-``LogsUnavailableError`` that says what to do.
+``LogsUnavailableError`` that says what to do. ``LogStore(readonly=True)`` only reads:
+from a folder that cannot be written, or an older schema (read through a migrated copy
+in memory), and a missing database reads as an empty one. Strings that are not valid
+Unicode (a lone surrogate in a model's tool arguments) are stored with U+FFFD in their
+place (see ``ollm.valid_unicode``).
 """
 
 from __future__ import annotations
 
 import builtins
+import logging
+import math
 import os
 import sqlite3
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
 import msgspec
 
+from ollm import _logrows as rows
+from ollm._logfiles import connect, create_private, exposure, open_read_only
+from ollm._logrows import UNANSWERED_PREVIEW
+from ollm._logschema import SCHEMA_VERSION, in_memory, migrate, schema_version
 from ollm.errors import ErrorCode, OllmError
 from ollm.runtime.conversation import Conversation
 from ollm.types.events import Usage
-from ollm.types.messages import Message, TextPart
+from ollm.types.messages import Message
 
 __all__ = [
+    "DEFAULT_BUSY_TIMEOUT",
     "ENV_LOGS",
+    "ENV_LOGS_BUSY_TIMEOUT",
     "ENV_LOGS_PATH",
+    "UNANSWERED_PREVIEW",
     "ConversationInfo",
     "LogStore",
     "LogsUnavailableError",
+    "ResponseInfo",
     "logging_enabled",
+    "logs_busy_timeout",
     "logs_path",
 ]
 
 ENV_LOGS_PATH = "OLLM_LOGS_PATH"
 ENV_LOGS = "OLLM_LOGS"
-SCHEMA_VERSION = 1
-BUSY_MS = 5000
+ENV_LOGS_BUSY_TIMEOUT = "OLLM_LOGS_BUSY_TIMEOUT"
+DEFAULT_BUSY_TIMEOUT = 5.0
+"""How long a write waits for a database another process is writing (seconds)."""
+
 _OFF = frozenset({"off", "0", "false", "no", "none"})
 _PREVIEW = 80
 
-_encode = msgspec.json.Encoder().encode
+log = logging.getLogger(__name__)
 _decode_message = msgspec.json.Decoder(Message).decode
-
-# Each migration takes the schema from its index to the next version.
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE conversations (
-            id TEXT PRIMARY KEY,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            provider TEXT,
-            model TEXT,
-            system TEXT
-        )""",
-        """CREATE TABLE messages (
-            id INTEGER PRIMARY KEY,
-            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-            seq INTEGER NOT NULL,
-            role TEXT NOT NULL,
-            content TEXT NOT NULL,
-            message BLOB NOT NULL,
-            created_at TEXT NOT NULL,
-            UNIQUE (conversation_id, seq)
-        )""",
-        """CREATE TABLE responses (
-            id INTEGER PRIMARY KEY,
-            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-            created_at TEXT NOT NULL,
-            provider TEXT,
-            model TEXT,
-            finish_reason TEXT,
-            prompt_tokens INTEGER,
-            completion_tokens INTEGER,
-            total_tokens INTEGER,
-            duration_ms REAL,
-            error_code TEXT,
-            error_message TEXT
-        )""",
-        "CREATE INDEX conversations_by_update ON conversations(updated_at)",
-        "CREATE INDEX responses_by_conversation ON responses(conversation_id)",
-        # Full-text search over the messages' text, kept in step by triggers.
-        "CREATE VIRTUAL TABLE messages_fts USING fts5("
-        "content, content='messages', content_rowid='id')",
-        """CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
-            INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
-        END""",
-        """CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
-            INSERT INTO messages_fts(messages_fts, rowid, content)
-            VALUES ('delete', old.id, old.content);
-        END""",
-    ),
-)
+_warned: set[str] = set()  # the exposed databases already warned about in this process
 
 
 class LogsUnavailableError(OllmError):
@@ -120,7 +95,13 @@ class LogsUnavailableError(OllmError):
 
 
 class ConversationInfo(msgspec.Struct, frozen=True, omit_defaults=True):
-    """One logged conversation, as ``ollm logs`` lists it."""
+    """One logged conversation, as ``ollm logs`` lists it.
+
+    ``short_id`` is the shortest start of ``id`` (six characters at least) that no other
+    conversation's id shares: it names this one wherever an id is asked for.
+    ``forked_from`` and ``forked_at`` say which conversation this one branched from, and
+    after how many of its messages (when two chats went on with that one at once).
+    """
 
     id: str
     created_at: datetime
@@ -132,6 +113,32 @@ class ConversationInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     preview: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    short_id: str = ""
+    forked_from: str | None = None
+    forked_at: int | None = None
+
+
+class ResponseInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    """How one chat of a conversation went: its finish, usage, timing and error.
+
+    ``messages_after`` is how many messages the conversation held once it was logged
+    (where it belongs among them); ``unanswered`` is the start of a prompt no model
+    answered (refused before anything was sent, or the request failed), which is not
+    one of the conversation's messages.
+    """
+
+    created_at: datetime
+    messages_after: int = 0
+    provider: str | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    duration_ms: float | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    unanswered: str | None = None
 
 
 def logs_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -156,46 +163,92 @@ def logging_enabled(environ: Mapping[str, str] | None = None) -> bool:
     return env.get(ENV_LOGS, "").strip().lower() not in _OFF
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+def logs_busy_timeout(environ: Mapping[str, str] | None = None) -> float:
+    """How long a write waits for a busy database: ``OLLM_LOGS_BUSY_TIMEOUT`` (seconds),
+    else ``DEFAULT_BUSY_TIMEOUT``; ``LogsUnavailableError`` when it is not a number."""
+    env = os.environ if environ is None else environ
+    text = env.get(ENV_LOGS_BUSY_TIMEOUT, "").strip()
+    if not text:
+        return DEFAULT_BUSY_TIMEOUT
+    try:
+        return _check_timeout(float(text))
+    except ValueError:
+        raise LogsUnavailableError(
+            f"{ENV_LOGS_BUSY_TIMEOUT}={text!r} is not a number of seconds: set it to "
+            f"0 or more (for example {ENV_LOGS_BUSY_TIMEOUT}=5), or unset it."
+        ) from None
 
 
-def _new_id() -> str:
-    """Sorts by time: microseconds since 1970 in hex, then randomness (20 characters)."""
-    # os.urandom, not secrets: secrets imports hashlib and hmac (milliseconds at start-up).
-    return f"{time.time_ns() // 1000:014x}{os.urandom(3).hex()}"
-
-
-def _text(message: Message) -> str:
-    text = "".join(part.text for part in message.parts if isinstance(part, TextPart))
-    if message.tool_calls:
-        calls = " ".join(
-            f"{call.name}({_encode(call.args).decode()})" for call in message.tool_calls
-        )
-        text = f"{text} {calls}".strip()
-    return text
+def _check_timeout(seconds: float) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError("busy_timeout must be a number of seconds")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"busy_timeout must be 0 or more seconds, not {seconds!r}")
+    return float(seconds)
 
 
 class LogStore:
     """The conversation log: a SQLite database (``logs_path()`` unless ``path`` is given).
 
-    Opening creates the file, its folder and its tables (or migrates an older schema).
-    Every method runs one short transaction; a failure of the database (corrupt, locked
-    longer than five seconds, a full disk, no permission) is ``LogsUnavailableError``.
+    Opening creates the file, its folder and its tables (or migrates an older schema);
+    ``readonly=True`` creates and changes nothing. Every method runs one short
+    transaction; a failure of the database (corrupt, locked longer than
+    ``busy_timeout`` seconds, a full disk, no permission) is ``LogsUnavailableError``.
+    ``busy_timeout`` defaults to ``OLLM_LOGS_BUSY_TIMEOUT``, else five seconds.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        readonly: bool = False,
+        busy_timeout: float | None = None,
+    ) -> None:
+        own_folder = path is None and not os.environ.get(ENV_LOGS_PATH)
         self.path = Path(path) if path is not None else logs_path()
+        self.readonly = readonly
+        self.busy_timeout = (
+            logs_busy_timeout() if busy_timeout is None else _check_timeout(busy_timeout)
+        )
+        self.exposure: str | None = None  # who else may read it: the warning, if any
         self._db: sqlite3.Connection | None = None
         with self._guard("be opened"):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None)
-            self._db = db
-            db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-            db.execute("PRAGMA foreign_keys = ON")
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
-            self._migrate(db)
+            if not readonly:
+                create_private(self.path)
+            self.exposure = exposure(self.path, folder=own_folder)
+            if self.exposure and str(self.path) not in _warned:
+                _warned.add(str(self.path))
+                log.warning("%s", self.exposure)
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        if self.readonly and not self.path.exists():
+            return in_memory(None)  # nothing logged yet: an empty log, and no file made
+        if self.readonly:
+            db = open_read_only(self.path, self.busy_timeout)
+        else:
+            db = connect(self.path, self.busy_timeout)
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            if not self.readonly:
+                db.execute("PRAGMA foreign_keys = ON")
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA synchronous = NORMAL")
+            version = schema_version(db)
+            if version > SCHEMA_VERSION:
+                raise LogsUnavailableError(
+                    f"The conversation log {self.path} was written by a newer ollm (schema "
+                    f"{version}; this one knows {SCHEMA_VERSION}). Upgrade ollm, or point "
+                    f"{ENV_LOGS_PATH} at another file."
+                )
+            if version < SCHEMA_VERSION:
+                if self.readonly:  # read an upgraded copy; the file is left as it is
+                    return in_memory(db)
+                migrate(db)
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -235,7 +288,7 @@ class LogStore:
     def _explain(self, doing: str, exc: BaseException) -> str:
         text = str(exc)
         where = f"The conversation log {self.path}"
-        off = f"Move it with {ENV_LOGS_PATH}=..., or turn logging off with {ENV_LOGS}=off"
+        off = f"move it with {ENV_LOGS_PATH}=..., or turn logging off with {ENV_LOGS}=off"
         if isinstance(exc, sqlite3.DatabaseError) and (
             "not a database" in text or "malformed" in text
         ):
@@ -245,16 +298,21 @@ class LogStore:
             )
         if "locked" in text or "busy" in text:
             return (
-                f"{where} stayed locked by another program for {BUSY_MS // 1000} s ({text}). "
-                f"Try again; {off.lower()}."
+                f"{where} stayed locked by another program for {self.busy_timeout:g} s "
+                f"({text}). Try again ({ENV_LOGS_BUSY_TIMEOUT} waits longer), or {off}."
             )
         if "disk" in text or "full" in text or getattr(exc, "errno", None) == 28:
-            return f"{where} cannot grow: the disk is full ({text}). Free some space. {off}."
-        return f"{where} could not {doing} ({type(exc).__name__}: {text}). {off}."
+            return f"{where} cannot grow: the disk is full ({text}). Free some space, or {off}."
+        return f"{where} could not {doing} ({type(exc).__name__}: {text}). You may {off}."
 
     @contextmanager
     def _write(self, doing: str) -> Iterator[sqlite3.Connection]:
         """One write transaction (taken at once, so concurrent writers queue)."""
+        if self.readonly:
+            raise LogsUnavailableError(
+                f"The conversation log {self.path} was opened to be read only; it cannot "
+                f"{doing} (open it with LogStore() to write)."
+            )
         with self._guard(doing):
             db = self.db
             db.execute("BEGIN IMMEDIATE")
@@ -265,29 +323,6 @@ class LogStore:
                 raise
             db.execute("COMMIT")
 
-    def _migrate(self, db: sqlite3.Connection) -> None:
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise LogsUnavailableError(
-                f"The conversation log {self.path} was written by a newer ollm (schema "
-                f"{version}; this one knows {SCHEMA_VERSION}). Upgrade ollm, or point "
-                f"{ENV_LOGS_PATH} at another file."
-            )
-        if version == SCHEMA_VERSION:
-            return
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            # Another process may have migrated it while this one waited.
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            for steps in _MIGRATIONS[version:]:
-                for statement in steps:
-                    db.execute(statement)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-
     # -- writing -----------------------------------------------------------------------
 
     def new_conversation(
@@ -295,7 +330,7 @@ class LogStore:
     ) -> str:
         """Start a conversation in the log; its id."""
         with self._write("start a conversation") as db:
-            return _insert_conversation(db, provider, model, system)
+            return rows.insert_conversation(db, provider, model, system)
 
     def append(
         self,
@@ -307,7 +342,8 @@ class LogStore:
     ) -> None:
         """Add ``messages`` at the end of the conversation ``cid``."""
         with self._write("save the messages") as db:
-            _insert_messages(db, cid, messages, provider, model)
+            rows.insert_messages(db, cid, messages)
+            rows.touch(db, cid, provider, model)
 
     def record_response(
         self,
@@ -347,24 +383,47 @@ class LogStore:
         duration_ms: float | None = None,
         error_code: str | None = None,
         error_message: str | None = None,
+        base: int | None = None,
+        unanswered: Sequence[Message] = (),
     ) -> str:
-        """One chat's messages and how it went, in one transaction (a new conversation
-        when ``cid`` is ``None``); the conversation's id."""
+        """One chat's messages and how it went, in one transaction; the id of the
+        conversation they went to (a new one when ``cid`` is ``None``).
+
+        ``base`` is how many messages of ``cid`` this chat followed (what was loaded,
+        and logged since). If ``cid`` holds another number now, another writer went on
+        with it meanwhile: rather than interleave the two, the chat goes to a new
+        conversation that branches from ``cid`` after ``base`` messages (copied into
+        it; its ``ConversationInfo.forked_from`` names ``cid``), and that id is returned.
+
+        ``unanswered`` are messages of a request no model answered (refused before
+        anything was sent, or failed before any reply): they do not join the
+        conversation (so a continuation never sends them), and the first
+        ``UNANSWERED_PREVIEW`` characters of their text are kept with the response.
+        """
         with self._write("save the conversation") as db:
             if cid is None:
-                cid = _insert_conversation(db, provider, model, system)
-            if messages:
-                _insert_messages(db, cid, messages, provider, model)
-            _insert_response(
+                cid = rows.insert_conversation(db, provider, model, system)
+            elif base is not None and rows.count(db, cid) != base:
+                cid = rows.fork(db, cid, base, provider, model, system)
+            count = rows.insert_messages(db, cid, messages)
+            rows.touch(db, cid, provider if messages else None, model if messages else None)
+            rows.insert_response(
                 db,
                 cid,
-                provider,
-                model,
-                finish_reason,
-                usage,
-                duration_ms,
-                error_code,
-                error_message,
+                (
+                    rows.now(),
+                    count,
+                    provider,
+                    model,
+                    finish_reason,
+                    usage.prompt_tokens if usage else None,
+                    usage.completion_tokens if usage else None,
+                    usage.total_tokens if usage else None,
+                    duration_ms,
+                    error_code,
+                    error_message,
+                    rows.unanswered_preview(unanswered),
+                ),
             )
         return cid
 
@@ -399,29 +458,30 @@ class LogStore:
         """The full id of the conversation ``cid`` (or a unique prefix of it)."""
         prefix = cid.strip()
         with self._guard("be read"):
-            rows = self.db.execute(
+            found = rows.execute(
+                self.db,
                 "SELECT id FROM conversations WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",
                 (prefix, prefix + "\uffff"),
             ).fetchall()
-        if not prefix or not rows:
+        if not prefix or not found:
             raise LogsUnavailableError(
                 f"There is no logged conversation {cid!r}. See them with: ollm logs"
             )
-        if len(rows) > 1 and rows[0][0] != prefix:
+        if len(found) > 1 and found[0][0] != prefix:
             raise LogsUnavailableError(
                 f"{cid!r} is the start of several conversations' ids; give more of it."
             )
-        return str(rows[0][0])
+        return str(found[0][0])
 
     def load(self, cid: str) -> Conversation:
         """The conversation ``cid`` (or a unique prefix of it), as an ``ollm.Conversation``."""
         full = self.resolve(cid)
         with self._guard("be read"):
-            rows = self.db.execute(
+            blobs = self.db.execute(
                 "SELECT message FROM messages WHERE conversation_id = ? ORDER BY seq", (full,)
             ).fetchall()
         try:
-            return Conversation(_decode_message(row[0]) for row in rows)
+            return Conversation(_decode_message(row[0]) for row in blobs)
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
             raise LogsUnavailableError(
                 f"The conversation {full} in {self.path} cannot be read back ({exc})."
@@ -433,9 +493,23 @@ class LogStore:
         return found[0]
 
     def latest(self) -> ConversationInfo | None:
-        """The conversation written to last, if any."""
+        """The conversation written to last (a message or a response), if any."""
         found = self._infos("", (), 1)
         return found[0] if found else None
+
+    def responses(self, cid: str) -> builtins.list[ResponseInfo]:
+        """How each chat of the conversation ``cid`` went, in order."""
+        full = self.resolve(cid)
+        with self._guard("be read"):
+            found = self.db.execute(
+                f"SELECT {', '.join(rows.RESPONSE_COLUMNS)} FROM responses "
+                "WHERE conversation_id = ? ORDER BY id",
+                (full,),
+            ).fetchall()
+        return [
+            ResponseInfo(datetime.fromisoformat(row[0]), int(row[1] or 0), *row[2:])
+            for row in found
+        ]
 
     def list(
         self, *, limit: int = 10, model: str | None = None, query: str | None = None
@@ -451,28 +525,20 @@ class LogStore:
                 "c.id IN (SELECT m.conversation_id FROM messages_fts f "
                 "JOIN messages m ON m.id = f.rowid WHERE messages_fts MATCH ?)"
             )
-            values.append(_fts_query(query))
+            values.append(rows.fts_query(query))
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         return self._infos(where, tuple(values), max(1, limit))
 
     def _infos(
         self, where: str, values: tuple[object, ...], limit: int
     ) -> builtins.list[ConversationInfo]:
-        sql = (
-            "SELECT c.id, c.created_at, c.updated_at, c.provider, c.model, c.system, "
-            "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id), "
-            "(SELECT m.content FROM messages m WHERE m.conversation_id = c.id "
-            " AND m.role = 'user' ORDER BY m.seq LIMIT 1), "
-            "(SELECT COALESCE(SUM(prompt_tokens), 0) FROM responses r "
-            " WHERE r.conversation_id = c.id), "
-            "(SELECT COALESCE(SUM(completion_tokens), 0) FROM responses r "
-            " WHERE r.conversation_id = c.id) "
-            f"FROM conversations c {where} ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?"
-        )
+        order = "ORDER BY c.updated_at DESC, c.rowid DESC"
+        sql = f"{rows.CONVERSATION_COLUMNS} {where} {order} LIMIT ?"
         with self._guard("be read"):
-            rows = self.db.execute(sql, (*values, limit)).fetchall()
+            found = rows.execute(self.db, sql, (*values, limit)).fetchall()
+            shorts = [rows.short_id(self.db, row[0]) for row in found]
         infos = []
-        for row in rows:
+        for row, short in zip(found, shorts, strict=True):
             preview = " ".join(str(row[7] or "").split())
             if len(preview) > _PREVIEW:
                 preview = preview[: _PREVIEW - 3] + "..."
@@ -488,80 +554,9 @@ class LogStore:
                     preview=preview,
                     prompt_tokens=int(row[8]),
                     completion_tokens=int(row[9]),
+                    short_id=short,
+                    forked_from=row[10],
+                    forked_at=row[11],
                 )
             )
         return infos
-
-
-def _insert_conversation(
-    db: sqlite3.Connection, provider: str | None, model: str | None, system: str | None
-) -> str:
-    cid = _new_id()
-    now = _now()
-    db.execute(
-        "INSERT INTO conversations (id, created_at, updated_at, provider, model, system) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (cid, now, now, provider, model, system),
-    )
-    return cid
-
-
-def _insert_messages(
-    db: sqlite3.Connection,
-    cid: str,
-    messages: Sequence[Message],
-    provider: str | None,
-    model: str | None,
-) -> None:
-    now = _now()
-    row = db.execute(
-        "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE conversation_id = ?", (cid,)
-    ).fetchone()
-    seq = int(row[0]) + 1
-    db.executemany(
-        "INSERT INTO messages (conversation_id, seq, role, content, message, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        [(cid, seq + n, m.role, _text(m), _encode(m), now) for n, m in enumerate(messages)],
-    )
-    db.execute(
-        "UPDATE conversations SET updated_at = ?, provider = COALESCE(?, provider), "
-        "model = COALESCE(?, model) WHERE id = ?",
-        (now, provider, model, cid),
-    )
-
-
-def _insert_response(
-    db: sqlite3.Connection,
-    cid: str,
-    provider: str | None,
-    model: str | None,
-    finish_reason: str | None,
-    usage: Usage | None,
-    duration_ms: float | None,
-    error_code: str | None,
-    error_message: str | None,
-) -> None:
-    db.execute(
-        "INSERT INTO responses (conversation_id, created_at, provider, model, finish_reason, "
-        "prompt_tokens, completion_tokens, total_tokens, duration_ms, error_code, "
-        "error_message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            cid,
-            _now(),
-            provider,
-            model,
-            finish_reason,
-            usage.prompt_tokens if usage else None,
-            usage.completion_tokens if usage else None,
-            usage.total_tokens if usage else None,
-            duration_ms,
-            error_code,
-            error_message,
-        ),
-    )
-
-
-def _fts_query(text: str) -> str:
-    """A user's words as an FTS5 query: each word quoted (no operator syntax to get wrong)."""
-    words = [w.replace('"', '""') for w in text.split()]
-    return " ".join(f'"{w}"' for w in words) or '""'

@@ -1,0 +1,128 @@
+"""A log written by ollm's first schema (version 1) is migrated, its ids keep working and
+get short forms; ``readonly=True`` reads it (or a folder it cannot write) changing nothing."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import msgspec
+import pytest
+
+import ollm
+from ollm.logs import LogStore, LogsUnavailableError
+
+# The schema as ollm wrote it at version 1 (ids started with their time, in hex).
+VERSION_1 = """
+CREATE TABLE conversations (
+    id TEXT PRIMARY KEY, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+    provider TEXT, model TEXT, system TEXT);
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, message BLOB NOT NULL,
+    created_at TEXT NOT NULL, UNIQUE (conversation_id, seq));
+CREATE TABLE responses (
+    id INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL, provider TEXT, model TEXT, finish_reason TEXT,
+    prompt_tokens INTEGER, completion_tokens INTEGER, total_tokens INTEGER,
+    duration_ms REAL, error_code TEXT, error_message TEXT);
+CREATE INDEX conversations_by_update ON conversations(updated_at);
+CREATE INDEX responses_by_conversation ON responses(conversation_id);
+CREATE VIRTUAL TABLE messages_fts USING fts5(content, content='messages', content_rowid='id');
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content)
+    VALUES ('delete', old.id, old.content);
+END;
+PRAGMA user_version = 1;
+"""
+OLD = ("0641f3a2b1c4d5e6f7a8", "0641f3a2b1c4d5aaaaaa")  # a microsecond apart, in effect
+
+
+def version_1_log(path: Path) -> None:
+    """Two conversations as version 1 logged them; the first failed once after its answer."""
+    with sqlite3.connect(path) as db:
+        db.executescript(VERSION_1)
+        for n, cid in enumerate(OLD):
+            when = f"2025-01-0{n + 1}T10:00:00.000000+00:00"
+            db.execute(
+                "INSERT INTO conversations VALUES (?, ?, ?, 'ollama', 'llama3.2', NULL)",
+                (cid, when, when),
+            )
+            for seq, message in enumerate(
+                [ollm.Message.user(f"question {n}"), ollm.Message.assistant(f"answer {n}")]
+            ):
+                db.execute(
+                    "INSERT INTO messages (conversation_id, seq, role, content, message, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (cid, seq, message.role, message.text, msgspec.json.encode(message), when),
+                )
+        db.execute(
+            "INSERT INTO responses (conversation_id, created_at, finish_reason, error_code, "
+            "error_message) VALUES (?, '2025-01-01T11:00:00.000000+00:00', 'error', "
+            "'STREAM_INTERRUPTED', 'The reply was cut.')",
+            (OLD[0],),
+        )
+
+
+def test_a_version_1_log_is_migrated_and_its_ids_keep_working(tmp_path: Path) -> None:
+    path = tmp_path / "logs.db"
+    version_1_log(path)
+    with LogStore(path) as store:
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 2
+        [failed] = store.responses(OLD[0][:15])
+        assert (failed.error_code, failed.messages_after) == ("STREAM_INTERRUPTED", 2)
+        with pytest.raises(LogsUnavailableError, match="several"):
+            store.resolve(OLD[0][:10])
+        # Old ids share their first characters: their short forms are as long as needed.
+        shorts = {i.id: i.short_id for i in store.list()}
+        assert shorts == {OLD[0]: OLD[0][:15], OLD[1]: OLD[1][:15]}
+        # New ids are random from the first character: six of them name one.
+        new = [store.log_exchange(None, [ollm.Message.user(f"new {n}")]) for n in range(30)]
+        infos = {i.id: i for i in store.list(limit=100)}
+        assert all(infos[cid].short_id == cid[:6] for cid in new)
+        assert len({i.short_id for i in infos.values()}) == 32
+        for info in infos.values():
+            assert store.resolve(info.short_id) == info.id
+        # The migrated conversation goes on, and forks, like a new one.
+        assert store.log_exchange(OLD[1], [ollm.Message.user("more")], base=2) == OLD[1]
+        fork = store.log_exchange(OLD[1], [ollm.Message.user("other")], base=2)
+        assert [m.text for m in store.load(fork).messages] == ["question 1", "answer 1", "other"]
+        assert store.info(fork).forked_from == OLD[1]
+
+
+def test_reading_a_version_1_log_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "logs.db"
+    version_1_log(path)
+    before = path.read_bytes()
+    with LogStore(path, readonly=True) as store:
+        assert [i.preview for i in store.list()] == ["question 1", "question 0"]
+        assert store.responses(OLD[0])[0].error_code == "STREAM_INTERRUPTED"
+        with pytest.raises(LogsUnavailableError):
+            store.log_exchange(None, [ollm.Message.user("no")])
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["logs.db"]
+
+
+def test_reading_a_log_that_is_not_there_creates_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "none" / "logs.db"
+    with LogStore(path, readonly=True) as store:
+        assert store.list() == []
+        assert store.latest() is None
+        with pytest.raises(LogsUnavailableError, match="no logged conversation"):
+            store.info("abcdef")
+    assert not path.parent.exists()
+
+
+def test_a_log_from_a_newer_ollm_is_refused_when_reading_too(tmp_path: Path) -> None:
+    path = tmp_path / "logs.db"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 99")
+    for readonly in (False, True):
+        with pytest.raises(LogsUnavailableError, match="newer ollm"):
+            LogStore(path, readonly=readonly)
