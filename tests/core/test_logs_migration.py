@@ -45,7 +45,8 @@ OLD = ("0641f3a2b1c4d5e6f7a8", "0641f3a2b1c4d5aaaaaa")  # a microsecond apart, i
 
 
 def version_1_log(path: Path) -> None:
-    """Two conversations as version 1 logged them; the first failed once after its answer."""
+    """Two conversations as version 1 logged them; the first failed after its answer, then
+    refused a prompt too long."""
     with sqlite3.connect(path) as db:
         db.executescript(VERSION_1)
         for n, cid in enumerate(OLD):
@@ -68,6 +69,18 @@ def version_1_log(path: Path) -> None:
             "'STREAM_INTERRUPTED', 'The reply was cut.')",
             (OLD[0],),
         )
+        # Then a prompt refused as too long, which version 1 logged whole.
+        refused = ollm.Message.user("word " * 2000)
+        db.execute(
+            "INSERT INTO messages (conversation_id, seq, role, content, message, created_at) "
+            "VALUES (?, 2, 'user', ?, ?, '2025-01-01T12:00:00.000000+00:00')",
+            (OLD[0], refused.text, msgspec.json.encode(refused)),
+        )
+        db.execute(
+            "INSERT INTO responses (conversation_id, created_at, finish_reason, error_code) "
+            "VALUES (?, '2025-01-01T12:00:01.000000+00:00', 'token_limit', 'TOKEN_LIMIT')",
+            (OLD[0],),
+        )
 
 
 def test_a_version_1_log_is_migrated_and_its_ids_keep_working(tmp_path: Path) -> None:
@@ -75,8 +88,19 @@ def test_a_version_1_log_is_migrated_and_its_ids_keep_working(tmp_path: Path) ->
     version_1_log(path)
     with LogStore(path) as store:
         assert store.db.execute("PRAGMA user_version").fetchone()[0] == 2
-        [failed] = store.responses(OLD[0][:15])
-        assert (failed.error_code, failed.messages_after) == ("STREAM_INTERRUPTED", 2)
+        # The refused prompt left the history (-c would send it again), its start kept.
+        assert [m.text for m in store.load(OLD[0]).messages] == ["question 0", "answer 0"]
+        responses = store.responses(OLD[0][:15])
+        assert [(r.error_code, r.messages_after) for r in responses] == [
+            ("STREAM_INTERRUPTED", 2),
+            (None, 2),  # the prompt, where it came
+            ("TOKEN_LIMIT", 2),
+        ]
+        unanswered = responses[1].unanswered
+        assert unanswered is not None
+        assert unanswered.startswith("word word")
+        assert unanswered.endswith("... (10000 characters in all)")
+        assert len(unanswered) < 600
         with pytest.raises(LogsUnavailableError, match="several"):
             store.resolve(OLD[0][:10])
         # Old ids share their first characters: their short forms are as long as needed.
@@ -103,6 +127,7 @@ def test_reading_a_version_1_log_changes_nothing(tmp_path: Path) -> None:
     with LogStore(path, readonly=True) as store:
         assert [i.preview for i in store.list()] == ["question 1", "question 0"]
         assert store.responses(OLD[0])[0].error_code == "STREAM_INTERRUPTED"
+        assert len(store.load(OLD[0]).messages) == 2  # the migrated copy's
         with pytest.raises(LogsUnavailableError):
             store.log_exchange(None, [ollm.Message.user("no")])
     assert path.read_bytes() == before

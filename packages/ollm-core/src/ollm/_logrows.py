@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from ollm._logschema import UNANSWERED_PREVIEW
 from ollm.types.messages import Message, TextPart
 from ollm.types.text import encode_json, valid_unicode
 
@@ -20,7 +21,6 @@ __all__ = [
     "CONVERSATION_COLUMNS",
     "RESPONSE_COLUMNS",
     "SHORT_ID",
-    "UNANSWERED_PREVIEW",
     "count",
     "execute",
     "fork",
@@ -36,7 +36,6 @@ __all__ = [
     "unanswered_preview",
 ]
 
-UNANSWERED_PREVIEW = 500
 SHORT_ID = 6
 
 _encode = msgspec.json.Encoder().encode

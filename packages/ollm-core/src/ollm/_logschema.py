@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["SCHEMA_VERSION", "in_memory", "migrate", "schema_version"]
+__all__ = ["SCHEMA_VERSION", "UNANSWERED_PREVIEW", "in_memory", "migrate", "schema_version"]
+
+UNANSWERED_PREVIEW = 500
+"""How many characters of a prompt no model answered the log keeps (with its error)."""
+
+# A user message after the last message any model wrote in its conversation.
+_UNANSWERED = (
+    "m.role = 'user' AND m.seq > COALESCE((SELECT MAX(o.seq) FROM messages o "
+    "WHERE o.conversation_id = m.conversation_id AND o.role != 'user'), -1)"
+)
 
 # Each migration takes the schema from its index to the next version.
 _MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -67,11 +76,23 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # for a request no model answered, a bounded preview of the unanswered prompt.
         "ALTER TABLE responses ADD COLUMN messages_after INTEGER",
         "ALTER TABLE responses ADD COLUMN unanswered TEXT",
+        # Version 1 logged prompts no model answered (refused as too long, or the server
+        # was down) as messages, and `ollm chat -c` sent them again, and failed again. Those
+        # at a conversation's end become what version 2 writes: the start of the prompt,
+        # kept with a response of its own.
+        f"""INSERT INTO responses (conversation_id, created_at, messages_after, unanswered)
+            SELECT m.conversation_id, m.created_at, m.seq,
+                CASE WHEN length(m.content) > {UNANSWERED_PREVIEW}
+                THEN substr(m.content, 1, {UNANSWERED_PREVIEW}) || '... ('
+                    || length(m.content) || ' characters in all)'
+                ELSE m.content END
+            FROM messages m WHERE {_UNANSWERED} ORDER BY m.conversation_id, m.seq""",
+        f"DELETE FROM messages WHERE id IN (SELECT m.id FROM messages m WHERE {_UNANSWERED})",
         """UPDATE responses SET messages_after = (
             SELECT COUNT(*) FROM messages m
             WHERE m.conversation_id = responses.conversation_id
             AND m.created_at <= responses.created_at
-        )""",
+        ) WHERE messages_after IS NULL""",
     ),
 )
 

@@ -52,8 +52,13 @@ import msgspec
 
 from ollm import _logrows as rows
 from ollm._logfiles import connect, create_private, exposure, open_read_only
-from ollm._logrows import UNANSWERED_PREVIEW
-from ollm._logschema import SCHEMA_VERSION, in_memory, migrate, schema_version
+from ollm._logschema import (
+    SCHEMA_VERSION,
+    UNANSWERED_PREVIEW,
+    in_memory,
+    migrate,
+    schema_version,
+)
 from ollm.errors import ErrorCode, OllmError
 from ollm.runtime.conversation import Conversation
 from ollm.types.events import Usage
@@ -503,7 +508,7 @@ class LogStore:
         with self._guard("be read"):
             found = self.db.execute(
                 f"SELECT {', '.join(rows.RESPONSE_COLUMNS)} FROM responses "
-                "WHERE conversation_id = ? ORDER BY id",
+                "WHERE conversation_id = ? ORDER BY created_at, id",
                 (full,),
             ).fetchall()
         return [
