@@ -11,10 +11,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cli_helpers import OLLM, ollm_env
+from log_helpers import listed, ollm
 
 from ollm_testutils import FakeOllamaServer, OllamaReply
 
@@ -24,31 +24,13 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "logs" / "logs.db"
 
 
-def ollm(db: Path, *args: str, server: FakeOllamaServer | None = None, **env: str) -> Any:
-    if server is not None:
-        env.setdefault("OLLAMA_HOST", server.url)
-    return subprocess.run(
-        [OLLM, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env=ollm_env(OLLM_LOGS_PATH=str(db), **env),
-    )
-
-
-def listed(db: Path, *args: str) -> list[dict[str, Any]]:
-    done = ollm(db, "logs", *args, "--json")
-    assert done.returncode == 0, done.stderr
-    result: list[dict[str, Any]] = json.loads(done.stdout)
-    return result
-
-
 def test_a_chat_is_logged_and_continued_with_its_history(
     db: Path, server: FakeOllamaServer
 ) -> None:
     server.script(OllamaReply("Nice to meet you, Ada."), OllamaReply("You are Ada."))
-    first = ollm(db, "chat", "-m", "llama3.2", "-s", "Be brief.", "I am Ada.", server=server)
+    first = ollm(
+        db, "chat", "-m", "llama3.2", "-s", "Be brief.", "I am Ada.", OLLAMA_HOST=server.url
+    )
     assert first.returncode == 0, first.stderr
     [info] = listed(db)
     assert (info["provider"], info["model"], info["messages"]) == ("ollama", "llama3.2", 2)
@@ -56,7 +38,9 @@ def test_a_chat_is_logged_and_continued_with_its_history(
     assert info["preview"] == "I am Ada."
     assert info["prompt_tokens"] > 0
 
-    again = ollm(db, "chat", "-c", "Who am I?", server=server)  # model and system from the log
+    again = ollm(
+        db, "chat", "-c", "Who am I?", OLLAMA_HOST=server.url
+    )  # model and system from the log
     assert again.returncode == 0, again.stderr
     assert "You are Ada." in again.stdout
     sent = server.chat_requests[1].json

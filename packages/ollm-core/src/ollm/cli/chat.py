@@ -32,6 +32,7 @@ from ollm.errors import (
 )
 from ollm.registries import Registries
 from ollm.runtime.client import ChatClient, ChatStream
+from ollm.runtime.conversation import Conversation
 from ollm.types.events import ErrorEvent, FinishEvent
 from ollm.types.provider import ModelManagement
 from ollm.types.request import GenerationOptions
@@ -105,11 +106,14 @@ def _run(
         resumed = log.resume(args)
         if resumed is not None:
             conversation, info = resumed
-            # Going on where it was: its provider, model and system prompt, unless given.
+            # Going on where it was: its provider, model and system prompt, unless given
+            # (another provider takes its own default model, not the logged one).
+            provider = args.provider or info.provider or config.provider
+            same = info.provider is None or provider == info.provider
             config = dataclasses.replace(
                 config,
-                provider=args.provider or info.provider or config.provider,
-                model=args.model or info.model or config.model,
+                provider=provider,
+                model=args.model or (info.model if same else None) or config.model,
             )
             system = system or info.system
         client = ChatClient(
@@ -172,7 +176,7 @@ class _Session:
         try:
             return _stream(stream, portal, self.renderer, self.terminal)
         finally:
-            self.log.record(
+            kept = self.log.record(
                 stream.conversation,
                 provider=self.provider.name,
                 model=self.model,
@@ -181,6 +185,8 @@ class _Session:
                 error=self.renderer.error,
                 duration_ms=(time.perf_counter() - started) * 1000.0,
             )
+            if kept < len(stream.conversation):  # no model answered: the prompt leaves
+                self.client.conversation = Conversation(stream.conversation.messages[:kept])
 
 
 def _local_command(text: str, session: _Session) -> bool:

@@ -1,23 +1,42 @@
 """How ``ollm chat`` logs its conversation: after every answer, and never in the reply's way.
 
 The log is opened only when it is needed (``ollm.logs`` imports ``sqlite3``). A log that
-cannot be opened or written is a warning, and the chat goes on unlogged: the reply being
-printed is never lost to it. ``-c``/``--cid`` need the log, so there a failure is an error.
+cannot be opened is a warning, and the chat goes on unlogged; a write that fails (a lock
+held too long) is a warning too, and is tried again after the next answer, with what it
+missed: the reply being printed is never lost to the log. ``-c``/``--cid`` need the log,
+so there a failure to open it is an error.
+
+What is logged is what a model answered: a prompt no model answered (refused as too
+long, or the request failed) is recorded as a response with its error and the start of
+the prompt, not as a message, so ``ollm chat -c`` never sends it again. When another
+``ollm chat -c`` went on with the same conversation meanwhile, this session's exchange
+goes to a new conversation that branches from it, with a note naming it.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ollm.cli.terminal import Terminal
 from ollm.runtime.conversation import Conversation
 from ollm.types.events import ErrorEvent, FinishEvent
+from ollm.types.messages import Message
 
 if TYPE_CHECKING:
     from ollm.logs import ConversationInfo, LogStore
 
 __all__ = ["ChatLog"]
+
+
+@dataclass(frozen=True)
+class _Exchange:
+    """One chat waiting to be logged: its new messages (or its unanswered ones)."""
+
+    messages: tuple[Message, ...]
+    unanswered: tuple[Message, ...]
+    response: dict[str, Any]
 
 
 class ChatLog:
@@ -28,7 +47,10 @@ class ChatLog:
         self.terminal = terminal
         self.write = write
         self.cid: str | None = None
-        self.saved = 0
+        self.saved = 0  # the session's messages already handled (logged, or pending)
+        self.base = 0  # the messages of the logged conversation, as this session wrote them
+        self._pending: list[_Exchange] = []
+        self._failing = False
 
     @classmethod
     def open(cls, args: argparse.Namespace, terminal: Terminal) -> ChatLog:
@@ -40,7 +62,7 @@ class ChatLog:
         if not reads and not write:
             return cls(None, terminal, write=False)
         try:
-            store = LogStore()
+            store = LogStore(readonly=not write)  # `-c --no-log` only reads
         except LogsUnavailableError as exc:
             if reads:
                 raise
@@ -49,7 +71,8 @@ class ChatLog:
         return cls(store, terminal, write=write)
 
     def resume(self, args: argparse.Namespace) -> tuple[Conversation, ConversationInfo] | None:
-        """The conversation ``-c`` or ``--cid`` asks to go on with (``None`` for a new one)."""
+        """The conversation ``-c`` (the one written to last) or ``--cid`` asks to go on
+        with; ``None`` for a new one."""
         if self.store is None or not (args.resume or args.cid):
             return None
         from ollm.logs import LogsUnavailableError
@@ -62,13 +85,20 @@ class ChatLog:
             )
         conversation = self.store.load(info.id)
         self.cid = info.id
-        self.saved = len(conversation.messages)
+        self.saved = self.base = len(conversation.messages)
         return conversation, info
 
     def new_conversation(self) -> None:
         """After ``/clear``: the next answer starts a new logged conversation."""
+        self._flush()
+        if self._pending:
+            self.terminal.warn(
+                f"{len(self._pending)} exchange(s) of the last conversation could not be logged."
+            )
+            self._pending.clear()
         self.cid = None
         self.saved = 0
+        self.base = 0
 
     def record(
         self,
@@ -80,35 +110,93 @@ class ChatLog:
         finish: FinishEvent | None,
         error: ErrorEvent | None,
         duration_ms: float,
-    ) -> None:
-        """Save what the conversation gained since the last record, and how the chat went."""
+    ) -> int:
+        """Log what the conversation gained since the last record, and how the chat went.
+
+        Returns how many of the conversation's messages the session keeps: all of them,
+        or, when no model answered the new prompt, those before it (the prompt is logged
+        as unanswered, and must not be sent again with the next one).
+        """
+        messages = conversation.messages
+        new = messages[self.saved :]
+        if not new and finish is None:
+            return len(messages)
+        answered = any(m.role == "assistant" for m in new)
+        if self.write and self.store is not None:
+            response = {
+                "provider": provider,
+                "model": model,
+                "system": system,
+                "finish_reason": finish.reason if finish else None,
+                "usage": finish.usage if finish else None,
+                "duration_ms": duration_ms,
+                "error_code": error.code if error else None,
+                "error_message": error.message if error else None,
+            }
+            self._pending.append(
+                _Exchange(new if answered else (), () if answered else new, response)
+            )
+            self._flush()
+        if answered:
+            self.saved = len(messages)
+        return self.saved
+
+    def _flush(self) -> None:
+        """Write the exchanges not logged yet, in order; stop at the first failure."""
         store = self.store
-        if store is None or not self.write:
+        if store is None or not self._pending:
             return
         from ollm.logs import LogsUnavailableError
 
-        messages = conversation.messages
-        if len(messages) <= self.saved and finish is None:
-            return
-        try:
-            self.cid = store.log_exchange(
-                self.cid,
-                messages[self.saved :],
-                provider=provider,
-                model=model,
-                system=system,
-                finish_reason=finish.reason if finish else None,
-                usage=finish.usage if finish else None,
-                duration_ms=duration_ms,
-                error_code=error.code if error else None,
-                error_message=error.message if error else None,
+        written = 0
+        while self._pending:
+            exchange = self._pending[0]
+            try:
+                cid = store.log_exchange(
+                    self.cid,
+                    exchange.messages,
+                    base=self.base if self.cid is not None else None,
+                    unanswered=exchange.unanswered,
+                    **exchange.response,
+                )
+            except LogsUnavailableError as exc:
+                if not self._failing:
+                    self.terminal.warn(f"this answer is not logged: {exc.message}")
+                self._failing = True
+                return
+            self._pending.pop(0)
+            written += 1
+            forked_from, self.cid = self.cid, cid
+            self.base += len(exchange.messages)
+            if forked_from is not None and cid != forked_from:
+                self._forked(store, forked_from, cid)
+        if self._failing:
+            self._failing = False
+            self.terminal.info(
+                f"(the conversation log works again: {written} answers logged, the ones "
+                "it missed included)",
+                "dim",
             )
-            self.saved = len(messages)
-        except LogsUnavailableError as exc:
-            self.terminal.warn(f"the conversation log stopped: {exc.message}")
-            self.store = None
+
+    def _forked(self, store: LogStore, parent: str, cid: str) -> None:
+        """Another process went on with ``parent``: say where this session's log went."""
+        from ollm.logs import LogsUnavailableError
+
+        name = cid
+        try:
+            info = store.info(cid)
+            name, self.base = info.short_id, info.messages
+        except LogsUnavailableError:
+            pass  # the note still names it; the count written is the best guess
+        self.terminal.info(
+            f"note: another ollm went on with conversation {parent} meanwhile, so this "
+            f"exchange is logged as a new conversation, {name}, that branches from it "
+            "(ollm chat -c goes on with it).",
+            "dim",
+        )
 
     def close(self) -> None:
+        """Close the log."""
         if self.store is not None:
             self.store.close()
             self.store = None

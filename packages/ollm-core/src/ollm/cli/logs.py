@@ -1,15 +1,19 @@
-"""``ollm logs``: the logged conversations, listed, searched, shown and removed."""
+"""``ollm logs``: the logged conversations, listed, searched, shown and removed.
+
+Listing and showing only read: the log is opened read-only, so they work from a folder
+or a database that cannot be written (and create nothing when nothing is logged yet).
+"""
 
 from __future__ import annotations
 
 import argparse
-
-import msgspec
+from collections.abc import Sequence
 
 from ollm.cli import EXIT_OK
 from ollm.cli.terminal import Terminal
-from ollm.logs import ConversationInfo, LogStore, logs_path
+from ollm.logs import ConversationInfo, LogStore, ResponseInfo, logs_path
 from ollm.types.messages import Message, TextPart
+from ollm.types.text import encode_json
 
 __all__ = ["run_logs"]
 
@@ -21,7 +25,7 @@ def run_logs(args: argparse.Namespace, terminal: Terminal) -> int:
     if action == "path":
         terminal.write(f"{logs_path()}\n")
         return EXIT_OK
-    with LogStore() as store:
+    with LogStore(readonly=action != "rm") as store:
         if action == "list":
             infos = store.list(
                 limit=getattr(args, "n", 10),
@@ -32,11 +36,12 @@ def run_logs(args: argparse.Namespace, terminal: Terminal) -> int:
         elif action == "show":
             info = store.info(args.id)
             messages = store.load(info.id).messages
+            responses = store.responses(info.id)
             if as_json:
-                body = {"conversation": info, "messages": messages}
-                terminal.write(msgspec.json.encode(body).decode() + "\n")
+                body = {"conversation": info, "messages": messages, "responses": responses}
+                terminal.write(encode_json(body).decode() + "\n")
             else:
-                terminal.write(_markdown(info, messages))
+                terminal.write(_markdown(info, messages, responses))
         else:
             removed = store.remove(args.id)
             terminal.info(f"deleted conversation {removed}", "dim")
@@ -45,41 +50,72 @@ def run_logs(args: argparse.Namespace, terminal: Terminal) -> int:
 
 def _print_list(infos: list[ConversationInfo], terminal: Terminal, as_json: bool) -> None:
     if as_json:
-        terminal.write(msgspec.json.encode(infos).decode() + "\n")
+        terminal.write(encode_json(infos).decode() + "\n")
         return
     if not infos:
         terminal.info("no conversation logged yet (or none matches)", "dim")
         return
+    width = max(len(info.short_id) for info in infos)
     for info in infos:
         when = info.updated_at.astimezone().strftime("%Y-%m-%d %H:%M")
         model = info.model or "?"
-        terminal.write(f"{info.id}  {when}  {model}  ({info.messages} messages)\n")
+        fork = f", branched from {info.forked_from}" if info.forked_from else ""
+        terminal.write(
+            f"{info.short_id:<{width}}  {when}  {model}  ({info.messages} messages{fork})\n"
+        )
         if info.preview:
             terminal.write(f"    {info.preview}\n")
 
 
-def _markdown(info: ConversationInfo, messages: tuple[Message, ...]) -> str:
+def _markdown(
+    info: ConversationInfo, messages: tuple[Message, ...], responses: Sequence[ResponseInfo]
+) -> str:
     when = info.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
     lines = [f"# Conversation {info.id}", ""]
     lines.append(f"{when}, {info.model or '?'} via {info.provider or '?'}")
+    if info.forked_from:
+        lines.append(
+            f"branched from conversation {info.forked_from} after {info.forked_at} messages"
+        )
     if info.prompt_tokens or info.completion_tokens:
         lines.append(f"tokens: {info.prompt_tokens:,} in, {info.completion_tokens:,} out")
     if info.system:
         lines += ["", "## System", "", info.system]
-    for message in messages:
-        text = "".join(p.text for p in message.parts if isinstance(p, TextPart)).strip()
-        if message.role == "user":
-            lines += ["", "## User", "", text]
-        elif message.role == "assistant":
-            lines += ["", "## Assistant" + (" (incomplete)" if message.incomplete else ""), ""]
-            if text:
-                lines.append(text)
-            for call in message.tool_calls:
-                args = msgspec.json.encode(call.args).decode()
-                lines.append(f"- calls `{call.name}({args})`")
-        elif message.role == "tool":
-            mark = " (error)" if message.is_error else ""
-            lines += ["", f"### Result of `{message.name}`{mark}", "", "```", text, "```"]
-        else:
-            lines += ["", f"## {message.role.title()}", "", text]
+    lines += _outcomes(responses, 0)
+    for number, message in enumerate(messages, start=1):
+        lines += _message(message)
+        lines += _outcomes(responses, number)
     return "\n".join(lines) + "\n"
+
+
+def _message(message: Message) -> list[str]:
+    text = "".join(p.text for p in message.parts if isinstance(p, TextPart)).strip()
+    if message.role == "user":
+        return ["", "## User", "", text]
+    if message.role == "assistant":
+        lines = ["", "## Assistant" + (" (incomplete)" if message.incomplete else ""), ""]
+        if text:
+            lines.append(text)
+        for call in message.tool_calls:
+            lines.append(f"- calls `{call.name}({encode_json(call.args).decode()})`")
+        return lines
+    if message.role == "tool":
+        mark = " (error)" if message.is_error else ""
+        return ["", f"### Result of `{message.name}`{mark}", "", "```", text, "```"]
+    return ["", f"## {message.role.title()}", "", text]
+
+
+def _outcomes(responses: Sequence[ResponseInfo], after: int) -> list[str]:
+    """What went wrong in the chats that ended after message number ``after``."""
+    lines: list[str] = []
+    for response in responses:
+        if response.messages_after != after:
+            continue
+        if response.unanswered is not None:
+            lines += ["", "## User (not answered)", "", response.unanswered]
+        if response.error_code or response.error_message:
+            code = f"[{response.error_code}]" if response.error_code else ""
+            lines += ["", f"> error{code}: {response.error_message or ''}".rstrip()]
+        elif response.finish_reason == "cancelled":
+            lines += ["", "> (cancelled)"]
+    return lines
