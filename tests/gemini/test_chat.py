@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import base64
+import re
 
 import anyio
 import pytest

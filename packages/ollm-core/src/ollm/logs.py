@@ -59,7 +59,7 @@ from ollm._logschema import (
     migrate,
     schema_version,
 )
-from ollm.errors import ErrorCode, OllmError
+from ollm.errors import LogsUnavailableError
 from ollm.runtime.conversation import Conversation
 from ollm.types.events import Usage
 from ollm.types.messages import Message
@@ -91,12 +91,6 @@ _PREVIEW = 80
 log = logging.getLogger(__name__)
 _decode_message = msgspec.json.Decoder(Message).decode
 _warned: set[str] = set()  # the exposed databases already warned about in this process
-
-
-class LogsUnavailableError(OllmError):
-    """The conversation log cannot be read or written; the message says why and what to do."""
-
-    code = ErrorCode.LOGS_UNAVAILABLE
 
 
 class ConversationInfo(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -13,6 +13,8 @@ from typing import Any
 
 import msgspec
 
+from ollm import encode_json
+
 __all__ = [
     "MAX_LINE_BYTES",
     "ChatChunk",
@@ -249,8 +251,11 @@ class VersionResponse(msgspec.Struct):
 
 
 _encoder = msgspec.json.Encoder()
-encode = _encoder.encode
-"""Encode a request struct to JSON bytes."""
+
+
+def encode(value: Any) -> bytes:
+    """Encode a request struct to JSON bytes (lone surrogates as U+FFFD: ``ollm.encode_json``)."""
+    return encode_json(value, _encoder.encode)
 
 
 class _Decoder:

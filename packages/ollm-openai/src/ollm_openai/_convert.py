@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from ollm import encode_json
 from ollm.errors import InvalidRequestError
 from ollm.types import (
     ImagePart,
@@ -71,7 +72,10 @@ def message_to_openai(message: Message) -> list[dict[str, Any]]:
                 {
                     "id": call.id,
                     "type": "function",
-                    "function": {"name": call.name, "arguments": _encode(call.args).decode()},
+                    "function": {
+                        "name": call.name,
+                        "arguments": encode_json(call.args, _encode).decode(),
+                    },
                 }
                 for call in message.tool_calls
             ]
