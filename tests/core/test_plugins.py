@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import types
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 import ollm
 from ollm.plugins import PluginSettings
+from ollm_testutils.mock import ScriptedProvider
 
 GOOD = '''
 import ollm
@@ -310,6 +312,123 @@ def test_a_third_party_cannot_take_first_party_names_by_sorting_first(
     assert "shout" in registries.tools
     assert {"calculate", "current_time"} <= set(registries.tools.list())
     assert registries.tools.get("calculate").function("1 + 1") == "2"  # the toolbox's
+
+
+@pytest.mark.parametrize("name", ["my-llm", "my.llm", "My.LLM"])
+def test_the_choice_variable_of_a_name_with_dashes_and_dots(make_dist: MakeDist, name: str) -> None:
+    """As documented: upper case, and '-', '.' (and ':') become '_': OLLM_PROVIDER_MY_LLM."""
+    make_dist("aaa", GOOD.format(cls="One", provider=name))
+    make_dist("bbb", GOOD.format(cls="Two", provider=name).replace("shout", "whisper"))
+    unchosen = ollm.discover(settings=PluginSettings())
+    assert "OLLM_PROVIDER_MY_LLM=bbb" in _record(unchosen, "bbb").skipped[0]
+    settings = PluginSettings.from_env({"OLLM_PROVIDER_MY_LLM": "bbb"})
+    registries = ollm.discover(settings=settings)
+    assert registries.providers.spec(name).factory.__name__ == "Two"
+    assert (
+        "OLLM_PROVIDER_MY_LLM=bbb chooses another plugin" in _record(registries, "aaa").skipped[0]
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "variable"),
+    [("my-llm", "MY_LLM"), ("my.llm", "MY_LLM"), ("openai:vllm", "OPENAI_VLLM"), ("a b", "A_B")],
+)
+def test_names_in_environment_variables(name: str, variable: str) -> None:
+    from ollm.cli.toolsets import config_variable
+    from ollm.plugins.loader import choice_variable
+    from ollm.plugins.settings import environment_name
+
+    assert environment_name(name) == variable
+    assert choice_variable("provider", name) == f"OLLM_PROVIDER_{variable}"
+    assert config_variable(name) == f"OLLM_{variable}_CONFIG"
+
+
+@pytest.mark.anyio
+async def test_a_provider_named_in_capitals_is_found_in_any_case(anyio_backend: str) -> None:
+    """A plugin's 'Parrot' answers to -p parrot: lookups ignore case, as clashes do."""
+    plugin = types.ModuleType("parrots")
+    provider = ScriptedProvider("squawk", name="Parrot")
+    spec = ollm.ProviderSpec("Parrot", lambda: provider)
+    plugin.ollm_providers = ollm.hookimpl(lambda: [spec])  # type: ignore[attr-defined]
+    registries = ollm.discover(settings=PluginSettings(autoload=False), plugins=[plugin])
+    assert registries.providers.list() == ["Parrot"]
+    assert registries.providers.get("parrot") is provider
+    result = await ollm.ChatClient(registries, provider="PARROT").run("hi")
+    assert result.text == "squawk"
+
+
+SYSTEM_EXIT_AT_IMPORT = """
+import sys
+sys.exit(3)
+"""
+
+SYSTEM_EXIT_IN_A_HOOK = """
+import sys
+import ollm
+
+@ollm.hookimpl
+def ollm_providers():
+    sys.exit("no GPU here")
+"""
+
+BASE_EXCEPTION_IN_A_HOOK = """
+import ollm
+
+class Escape(BaseException):
+    pass
+
+@ollm.hookimpl
+def ollm_tools():
+    raise Escape("out of the loop")
+"""
+
+
+def test_a_plugin_that_exits_is_recorded_and_skipped(make_dist: MakeDist) -> None:
+    """sys.exit() or another BaseException in a plugin never ends ollm."""
+    make_dist("exits-at-import", SYSTEM_EXIT_AT_IMPORT)
+    make_dist("exits-in-hook", SYSTEM_EXIT_IN_A_HOOK)
+    make_dist("escapes-in-hook", BASE_EXCEPTION_IN_A_HOOK)
+    make_dist("acme", GOOD.format(cls="Acme", provider="acme"))
+    registries = ollm.discover(settings=PluginSettings())
+    failed = {r.name: (r.phase, r.error) for r in registries.plugins if r.status == "failed"}
+    assert failed == {
+        "exits-at-import": ("import", "SystemExit: 3"),
+        "exits-in-hook": ("ollm_providers", "SystemExit: no GPU here"),
+        "escapes-in-hook": ("ollm_tools", "Escape: out of the loop"),
+    }
+    assert _record(registries, "acme").status == "loaded"
+
+
+def test_a_ctrl_c_while_a_plugin_imports_is_not_swallowed(make_dist: MakeDist) -> None:
+    make_dist("interrupted", "raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        ollm.discover(settings=PluginSettings())
+
+
+def test_ollm_plugins_shows_a_plugin_that_exits_as_failed(make_dist: MakeDist) -> None:
+    make_dist("exits-at-import", SYSTEM_EXIT_AT_IMPORT)
+    make_dist("exits-in-hook", SYSTEM_EXIT_IN_A_HOOK)
+    site = next(p for p in sys.path if p.endswith("site"))
+    env = {**_clean_env(), "PYTHONPATH": site}
+    ollm_script = str(Path(sys.executable).with_name("ollm"))
+    done = subprocess.run(
+        [ollm_script, "plugins"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at_import = next(line for line in lines if line.startswith("exits-at-import"))
+    assert "failed at import: SystemExit: 3" in at_import
+    in_hook = next(line for line in lines if line.startswith("exits-in-hook"))
+    assert "failed at ollm_providers: SystemExit: no GPU here" in in_hook
+    chat = subprocess.run(
+        [ollm_script, "chat", "-p", "echo", "--no-log", "still here"],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert (chat.returncode, chat.stdout) == (0, "still here\n")
 
 
 def test_a_clash_under_strict_plugins_is_an_error(make_dist: MakeDist) -> None:

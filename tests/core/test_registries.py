@@ -147,7 +147,9 @@ def test_a_failing_factory_is_a_plugin_error_naming_the_provider() -> None:
 
     registry = ollm.ProviderRegistry()
     registry.register(ollm.ProviderSpec("broken", factory))
-    with pytest.raises(ollm.PluginError, match="'broken' failed to start: no credentials"):
+    with pytest.raises(
+        ollm.PluginError, match="'broken' failed to start: RuntimeError: no credentials"
+    ):
         registry.get("broken")
 
 
@@ -159,6 +161,116 @@ def test_names_are_unique_unless_replaced() -> None:
     replacement = _Provider("x")
     registry.register(replacement, replace=True)
     assert registry.get("x") is replacement
+
+
+def _any_case(name: str, flips: list[bool]) -> str:
+    return "".join(c.swapcase() if flip else c for c, flip in zip(name, flips, strict=False))
+
+
+@given(names, st.lists(st.booleans(), min_size=16, max_size=16))
+def test_provider_names_ignore_case(name: str, flips: list[bool]) -> None:
+    """Clashes are decided without case, so lookups are too: any spelling finds it."""
+    registry = ollm.ProviderRegistry()
+    provider = _Provider(name)
+    registry.register(ollm.ProviderSpec(name.upper(), lambda: provider))
+    spelling = _any_case(name, flips)
+    assert registry.get(spelling) is provider
+    assert spelling in registry
+    assert registry.spec(spelling).name == name.upper()
+    assert registry.list() == [name.upper()]  # the spelling it was registered with
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(_Provider(spelling))
+    registry.set_default(spelling)
+    assert registry.default_name == name.upper()
+    assert registry.get() is provider
+
+
+def test_a_replacement_in_another_case_takes_the_name_and_the_default() -> None:
+    registry = ollm.ProviderRegistry()
+    registry.register(_Provider("Parrot"))
+    registry.register(_Provider("other"))
+    registry.set_default("parrot")
+    replacement = _Provider("parrot")
+    registry.register(replacement, replace=True)
+    assert registry.list() == ["other", "parrot"]
+    assert registry.get("PARROT") is replacement
+    assert registry.get_default() is replacement
+    registry.unregister("PaRRoT")
+    assert "parrot" not in registry
+    assert registry.default_name == "other"  # the only one left, not the stale choice
+
+
+def test_a_profile_of_a_provider_named_in_another_case_is_built_once() -> None:
+    built: list[str] = []
+
+    def profile(name: str) -> _Provider:
+        built.append(name)
+        return _Provider(f"openai:{name}")
+
+    registry = ollm.ProviderRegistry()
+    registry.register(
+        ollm.ProviderSpec("openai", lambda: _Provider("openai"), profile_factory=profile)
+    )
+    first = registry.get("OpenAI:vllm")
+    assert registry.get("openai:vllm") is first
+    assert built == ["vllm"]
+    registry.set_default("OPENAI:vllm")
+    assert registry.default_name == "openai:vllm"
+
+
+@pytest.mark.parametrize(
+    ("name", "distribution"),
+    [
+        ("echo", "ollm-testutils"),
+        ("ollama", "ollm-ollama"),
+        ("OpenAI", "ollm-openai"),
+        ("openai:vllm", "ollm-openai"),
+        ("gemini", "ollm-gemini"),
+    ],
+)
+@pytest.mark.parametrize("installed", [[], ["mine"]])
+def test_a_provider_of_ollm_that_is_not_installed_names_its_distribution(
+    name: str, distribution: str, installed: list[str]
+) -> None:
+    registry = ollm.ProviderRegistry()
+    for other in installed:
+        registry.register(_Provider(other))
+    with pytest.raises(ollm.ProviderNotFoundError) as caught:
+        registry.get(name)
+    message = caught.value.message
+    assert f"Provider {name!r} is not installed: it comes with {distribution}" in message
+    assert f"pip install {distribution}" in message
+    assert ("Installed: mine." in message) == bool(installed)
+
+
+@pytest.mark.parametrize(
+    ("exit_", "said"),
+    [
+        (SystemExit(3), "SystemExit: 3"),
+        (SystemExit(), "SystemExit"),
+        (GeneratorExit(), "GeneratorExit"),
+    ],
+)
+def test_a_factory_that_exits_is_a_plugin_error_not_the_end(
+    exit_: BaseException, said: str
+) -> None:
+    def factory() -> _Provider:
+        raise exit_
+
+    registry = ollm.ProviderRegistry()
+    registry.register(ollm.ProviderSpec("quitter", factory))
+    with pytest.raises(ollm.PluginError, match=f"'quitter' failed to start: {said}\\."):
+        registry.get("quitter")
+
+
+def test_a_ctrl_c_in_a_factory_is_not_swallowed() -> None:
+    def factory() -> _Provider:
+        raise KeyboardInterrupt
+
+    registry = ollm.ProviderRegistry()
+    registry.register(ollm.ProviderSpec("slow", factory))
+    with pytest.raises(KeyboardInterrupt):
+        registry.get("slow")
 
 
 def test_something_that_is_not_a_provider_is_refused() -> None:

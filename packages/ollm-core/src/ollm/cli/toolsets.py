@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 
 from ollm.errors import InvalidRequestError, OllmError
+from ollm.plugins.settings import environment_name
 from ollm.registries import Registries
 from ollm.runtime.toolsets import ToolsetSessions
 from ollm.tools.tool import Tool
@@ -21,8 +22,9 @@ ToolsetListing = list[tuple[Toolset, dict[str, Tool] | OllmError]]
 
 
 def config_variable(kind: str) -> str:
-    """The environment variable that configures a toolset kind: ``OLLM_MCP_CONFIG``."""
-    return f"OLLM_{kind.upper().replace('-', '_')}_CONFIG"
+    """The environment variable that configures a toolset kind: ``OLLM_MCP_CONFIG``
+    (``OLLM_MY_NOTES_CONFIG`` for ``my.notes``: see ``environment_name``)."""
+    return f"OLLM_{environment_name(kind)}_CONFIG"
 
 
 def load_toolsets(

@@ -17,7 +17,8 @@ Name clashes are decided by a fixed rule, never by alphabetical luck:
   by a third-party plugin, whatever it is called; other plugins load by entry-point name;
 - the first to register a name keeps it, unless the user chooses another plugin for it:
   ``OLLM_PROVIDER_<NAME>=<plugin>`` or ``OLLM_TOOL_<NAME>=<plugin>`` (the name in upper
-  case, other characters as ``_``);
+  case, and each other character, such as ``-``, ``.`` or ``:``, as ``_``:
+  ``OLLM_PROVIDER_MY_LLM`` for ``my-llm``);
 - only the clashing item is skipped: the rest of that plugin loads, and its record in
   ``ollm plugins`` names the item, the plugin and distribution that kept it, and the
   variable that would choose this one instead. Under ``OLLM_STRICT_PLUGINS=1`` a clash
@@ -36,10 +37,11 @@ from typing import Any, Protocol
 import pluggy
 
 from ollm import hookspecs
-from ollm.errors import OllmError, PluginError
+from ollm.errors import PluginError
 from ollm.plugins import _entrypoints
-from ollm.plugins.settings import PluginSettings
+from ollm.plugins.settings import PluginSettings, environment_name
 from ollm.registries import Registries
+from ollm.registries.providers import describe_failure
 from ollm.tools.tool import Tool
 from ollm.types.specs import (
     PluginRecord,
@@ -180,8 +182,9 @@ def _canonical(name: str) -> str:
 
 
 def choice_variable(kind: str, name: str) -> str:
-    """The variable that chooses which plugin provides ``name``: ``OLLM_PROVIDER_OLLAMA``."""
-    return f"OLLM_{kind.upper()}_{re.sub(r'[^A-Z0-9]', '_', name.upper())}"
+    """The variable that chooses which plugin provides ``name``: ``OLLM_PROVIDER_OLLAMA``,
+    ``OLLM_PROVIDER_MY_LLM`` for ``my-llm`` (see ``environment_name``)."""
+    return f"OLLM_{environment_name(kind)}_{environment_name(name)}"
 
 
 def _entry_points() -> list[_entrypoints.CachedEntryPoint]:
@@ -200,14 +203,18 @@ def _load(
     if candidate.entry_point is not None:
         try:
             plugin = candidate.entry_point.load()
-        except (Exception, SystemExit) as exc:
-            _fail(registries, settings, candidate, "import", _describe(exc), exc)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # sys.exit() in a plugin must not end ollm
+            _fail(registries, settings, candidate, "import", describe_failure(exc), exc)
             return
     try:
         _check_hook_names(manager, plugin)
         manager.register(plugin, name=candidate.name)
-    except Exception as exc:
-        _fail(registries, settings, candidate, "register", _describe(exc), exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        _fail(registries, settings, candidate, "register", describe_failure(exc), exc)
         return
 
     hooks = tuple(
@@ -221,9 +228,11 @@ def _load(
         impl = next(i for i in getattr(manager.hook, hook).get_hookimpls() if i.plugin is plugin)
         try:
             _collect(hook, impl.function(), contribution, registries)
-        except (Exception, SystemExit) as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
             manager.unregister(plugin)
-            _fail(registries, settings, candidate, hook, _describe(exc), exc)
+            _fail(registries, settings, candidate, hook, describe_failure(exc), exc)
             return
     skipped = _settle_clashes(contribution, registries, candidate, settings, owners)
     if skipped and settings.strict:
@@ -316,7 +325,7 @@ def _settle_clashes(
     skipped: list[str] = []
 
     def keep(kind: str, name: str, taken: Callable[[str], bool]) -> bool:
-        key = (kind, name.lower())
+        key = (kind, name.casefold())
         variable = choice_variable(kind, name)
         chosen = settings.choices.get(variable)
         owner = owners.get(key)
@@ -337,12 +346,11 @@ def _settle_clashes(
         owners[key] = me
         return True
 
-    providers = {n.lower(): n for n in registries.providers.list()}
     tools = {n.lower(): n for n in registries.tools.list()}
     contribution.providers = [
         s
         for s in contribution.providers
-        if keep("provider", s.name, lambda n: n.lower() in providers)
+        if keep("provider", s.name, lambda n: n in registries.providers)  # any case
     ]
     contribution.tools = [
         t for t in contribution.tools if keep("tool", t.name, lambda n: n.lower() in tools)
@@ -368,11 +376,8 @@ def _origin(record: dict[str, Any]) -> str:
 
 def _commit(contribution: _Contribution, registries: Registries, plugin: str) -> None:
     # An item the user chose over one already registered replaces it (same name, any case).
-    providers = {n.lower(): n for n in registries.providers.list()}
     for spec in contribution.providers:
-        if spec.name.lower() in providers:
-            registries.providers.unregister(providers[spec.name.lower()])
-        registries.providers.register(spec)
+        registries.providers.register(spec, replace=True)
     tools = {n.lower(): n for n in registries.tools.list()}
     for tool in contribution.tools:
         if tool.name.lower() in tools:
@@ -395,13 +400,6 @@ def _summary(contribution: _Contribution) -> dict[str, list[str]]:
         "toolsets": [s.name for s in contribution.toolsets],
     }
     return {k: v for k, v in summary.items() if v}
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, OllmError):
-        return str(exc)
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _fail(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -11,6 +12,7 @@ __all__ = [
     "ENV_DISABLE_AUTOLOAD",
     "ENV_STRICT",
     "PluginSettings",
+    "environment_name",
 ]
 
 ENV_ALLOW = "OLLM_PLUGINS"
@@ -65,6 +67,13 @@ class PluginSettings:
         if name in self.block:
             return False
         return self.allow is None or name in self.allow
+
+
+def environment_name(name: str) -> str:
+    """``name`` as part of an environment variable's name: in upper case, with each
+    character other than ``A``-``Z`` and ``0``-``9`` (``-``, ``.``, ``:``, a space...) as
+    ``_``. ``my-llm`` gives ``MY_LLM``, as in ``OLLM_PROVIDER_MY_LLM``."""
+    return re.sub(r"[^A-Z0-9]", "_", name.upper())
 
 
 def _names(raw: str) -> frozenset[str]:

@@ -9,9 +9,17 @@ from ollm.errors import OllmError, PluginError, ProviderNotFoundError
 from ollm.types.provider import Closeable, ProviderAdapter
 from ollm.types.specs import ProviderSpec
 
-__all__ = ["ProviderRegistry"]
+__all__ = ["FIRST_PARTY_PROVIDERS", "ProviderRegistry"]
 
 log = logging.getLogger(__name__)
+
+FIRST_PARTY_PROVIDERS = {
+    "ollama": "ollm-ollama",
+    "openai": "ollm-openai",
+    "gemini": "ollm-gemini",
+    "echo": "ollm-testutils",
+}
+"""The providers of ollm's own distributions, by name: what to install for each."""
 
 
 class ProviderRegistry:
@@ -22,6 +30,11 @@ class ProviderRegistry:
     ``aclose``; an object registered as it is belongs to the caller. The default is the
     one ``set_default`` named, else the one a plugin marked as default, else the only
     one registered.
+
+    Names ignore case, as plugin discovery does when it settles clashes: ``Parrot`` and
+    ``parrot`` are one name, so ``get("OLLAMA")`` finds ``ollama`` and registering
+    ``Ollama`` beside it is a clash. A provider keeps the spelling it was registered
+    with (``list()`` and ``ollm plugins`` show it).
     """
 
     def __init__(self) -> None:
@@ -29,6 +42,11 @@ class ProviderRegistry:
         self._built: dict[str, ProviderAdapter] = {}
         self._objects: set[str] = set()
         self._default: str | None = None
+        self._spellings: dict[str, str] = {}  # casefolded name -> the registered name
+
+    def _registered(self, name: str) -> str | None:
+        """The registered spelling of ``name`` (any case), or ``None``."""
+        return name if name in self._specs else self._spellings.get(name.casefold())
 
     def register(self, provider: ProviderAdapter | ProviderSpec, *, replace: bool = False) -> None:
         """Add a provider (or its spec) under its name; names are unique unless ``replace``."""
@@ -41,9 +59,18 @@ class ProviderRegistry:
             if not callable(getattr(provider, "chat_stream", None)):
                 raise TypeError(f"provider {name!r} has no chat_stream method")
             spec = ProviderSpec(name=name, factory=lambda: provider)
-        if spec.name in self._specs and not replace:
-            raise ValueError(f"a provider named {spec.name!r} is already registered")
+        known = self._registered(spec.name)
+        if known is not None:
+            if not replace:
+                raise ValueError(
+                    f"a provider named {known!r} is already registered (names ignore case)"
+                )
+            was_default = self._default == known
+            self.unregister(known)
+            if was_default:
+                self._default = spec.name
         self._specs[spec.name] = spec
+        self._spellings[spec.name.casefold()] = spec.name
         self._built.pop(spec.name, None)
         self._objects.discard(spec.name)
         if not isinstance(provider, ProviderSpec):
@@ -52,7 +79,9 @@ class ProviderRegistry:
 
     def unregister(self, name: str) -> None:
         """Remove a provider (it is not closed)."""
+        name = self._registered(name) or name
         self._specs.pop(name, None)
+        self._spellings.pop(name.casefold(), None)
         self._built.pop(name, None)
         self._objects.discard(name)
         if self._default == name:
@@ -62,31 +91,36 @@ class ProviderRegistry:
         """The provider called ``name``, or the default one when ``name`` is ``None``."""
         if name is None:
             return self.get_default()
+        name, factory = self._factory(name)
         provider = self._built.get(name)
         if provider is not None:
             return provider
-        factory = self._factory(name)
         try:
             provider = factory()
         except OllmError:
             raise
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            # Plugin code: not even sys.exit() in a factory may end the program.
             raise PluginError(
-                f"Provider {name!r} failed to start: {exc}. "
+                f"Provider {name!r} failed to start: {describe_failure(exc)}. "
                 "Run `ollm plugins` to see where it comes from."
             ) from exc
         self._built[name] = provider
         return provider
 
-    def _factory(self, name: str) -> Callable[[], ProviderAdapter]:
-        """What builds ``name``: its spec's factory, or for ``base:profile`` its profile's."""
-        spec = self._specs.get(name)
-        if spec is not None:
-            return spec.factory
+    def _factory(self, name: str) -> tuple[str, Callable[[], ProviderAdapter]]:
+        """The registered spelling of ``name`` and what builds it: its spec's factory, or
+        for ``base:profile`` its profile's."""
+        known = self._registered(name)
+        if known is not None:
+            return known, self._specs[known].factory
         base, colon, profile = name.partition(":")
-        spec = self._specs.get(base) if colon else None
-        if spec is None:
+        known = self._registered(base) if colon else None
+        if known is None:
             raise ProviderNotFoundError(self._unknown(name))
+        base, spec = known, self._specs[known]
         profile_factory = spec.profile_factory
         if profile_factory is None:
             raise ProviderNotFoundError(
@@ -97,13 +131,11 @@ class ProviderRegistry:
             raise ProviderNotFoundError(
                 f"{name!r} names no profile: write it as {base}:NAME, or use -p {base}."
             )
-        return lambda: profile_factory(profile)
+        return f"{base}:{profile}", lambda: profile_factory(profile)
 
     def set_default(self, name: str) -> None:
-        """Make ``name`` the default provider."""
-        if name not in self._specs:
-            self._factory(name)  # raises unless it is a profile of a registered provider
-        self._default = name
+        """Make ``name`` the default provider (a profile, ``base:profile``, will do)."""
+        self._default = self._factory(name)[0]  # raises unless it names a provider
 
     @property
     def default_name(self) -> str | None:
@@ -127,8 +159,8 @@ class ProviderRegistry:
                 )
             raise ProviderNotFoundError(
                 "No default provider: several are registered "
-                f"({', '.join(self._specs)}). Choose one (ollm chat -p NAME, "
-                "or provider=NAME), or call set_default()."
+                f"({', '.join(self._specs)}), and none was chosen. Choose one "
+                "(provider=NAME, or set_default(NAME))."
             )
         return self.get(name)
 
@@ -138,13 +170,13 @@ class ProviderRegistry:
 
     def spec(self, name: str) -> ProviderSpec:
         """How ``name`` was registered (its description, whether it asked to be default)."""
-        spec = self._specs.get(name)
-        if spec is None:
+        known = self._registered(name)
+        if known is None:
             raise ProviderNotFoundError(self._unknown(name))
-        return spec
+        return self._specs[known]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._specs
+        return isinstance(name, str) and self._registered(name) is not None
 
     def __len__(self) -> int:
         return len(self._specs)
@@ -162,6 +194,15 @@ class ProviderRegistry:
 
     def _unknown(self, name: str) -> str:
         known = list(self._specs)
+        distribution = FIRST_PARTY_PROVIDERS.get(name.partition(":")[0].casefold())
+        if distribution is not None:
+            # One of ollm's own: say which distribution brings it.
+            installed = f" Installed: {', '.join(known)}." if known else ""
+            return (
+                f"Provider {name!r} is not installed: it comes with {distribution}. "
+                f"Install it with: pip install {distribution}.{installed} If it is "
+                "installed, `ollm plugins` shows whether its plugin was blocked or failed."
+            )
         if not known:
             return (
                 f"Provider {name!r} is not installed, and no provider is. "
@@ -175,3 +216,12 @@ class ProviderRegistry:
             f"Provider {name!r} is not installed.{hint} Available: {', '.join(known)}. "
             "Run `ollm plugins` to see what is installed."
         )
+
+
+def describe_failure(exc: BaseException) -> str:
+    """What plugin code failed with, in one line: an ollm error's message, else
+    ``Type: message`` (``SystemExit: 3``)."""
+    if isinstance(exc, OllmError):
+        return exc.message
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
