@@ -262,6 +262,8 @@ def _line(item: bytes | str) -> bytes:
 class OllamaModel:
     """A model the fake server has (``local``) or can pull (not ``local``).
 
+    ``pullable`` says whether the registry has it, as for every model added by hand: it
+    can be pulled again after ``rm``. A copy (``/api/copy``) exists only where it was made.
     ``capabilities`` are the strings of ``/api/show`` (``completion``, ``tools``,
     ``vision``, ``thinking``, ``embedding``, ``insert``); ``None`` plays an older
     server that does not report them. ``parameters`` become the Modelfile parameters of
@@ -284,6 +286,7 @@ class OllamaModel:
     system: str = ""
     license: str = ""
     local: bool = True
+    pullable: bool = True
 
 
 class RecordedRequest:

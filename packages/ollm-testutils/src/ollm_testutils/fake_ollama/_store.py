@@ -63,13 +63,19 @@ class ModelStore:
         return sorted(models, key=lambda m: m.modified_at or datetime.min, reverse=True)
 
     def remove(self, name: str) -> bool:
-        """Delete a local model; False if there is none by that name."""
+        """Delete a local model; False if there is none by that name.
+
+        A model the registry has stays pullable, as after ``ollama rm``.
+        """
         key = _key(name)
         with self._lock:
             model = self._models.get(key)
             if model is None or not model.local:
                 return False
-            del self._models[key]
+            if model.pullable:
+                model.local = False
+            else:
+                del self._models[key]
             self._loaded.pop(key, None)
         return True
 
@@ -83,6 +89,7 @@ class ModelStore:
             name=destination,
             modified_at=datetime.now(UTC),
             parameters=dict(model.parameters),
+            pullable=False,
         )
         self.add(copy)
         return True
