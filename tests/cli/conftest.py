@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import subprocess
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import OLLM, ollm_env
@@ -12,6 +16,7 @@ from cli_helpers import OLLM, ollm_env
 from ollm_testutils import FakeOllamaServer
 
 RunOllm = Callable[..., subprocess.CompletedProcess[str]]
+Session = tuple["subprocess.Popen[Any]", int]
 
 
 @pytest.fixture
@@ -44,3 +49,50 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def interactive() -> Callable[..., contextlib.AbstractContextManager[Session]]:
+    """``with interactive("chat", "-p", "echo") as (process, leader):`` runs ``ollm`` with a
+    pseudo-terminal as its standard input (write to ``leader`` to type) and its output on
+    pipes (``text=False`` for bytes); it is killed at the end if still running."""
+
+    @contextlib.contextmanager
+    def start(*args: str, text: bool = True, **env: str) -> Iterator[Session]:
+        import pty
+
+        leader, follower = pty.openpty()
+        process = subprocess.Popen(
+            [OLLM, *args],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=text,
+            env=ollm_env(TERM="dumb", **env),
+        )
+        os.close(follower)
+        with process:  # closes the pipes and waits
+            try:
+                yield process, leader
+            finally:
+                os.close(leader)
+                process.kill()  # (nothing if it has ended)
+
+    return start
+
+
+@pytest.fixture
+def plugin_path(tmp_path: Path) -> Callable[[str, str], str]:
+    """``plugin_path("parrot", SOURCE)``: a folder for ``PYTHONPATH`` holding a distribution
+    ``ollm-parrot`` 1.0 whose ``ollm.plugins`` entry point ``parrot`` is a module of SOURCE."""
+
+    def make(name: str, source: str) -> str:
+        module = f"{name}_plugin_mod"
+        (tmp_path / f"{module}.py").write_text(source)
+        info = tmp_path / f"ollm_{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: ollm-{name}\nVersion: 1.0\n")
+        (info / "entry_points.txt").write_text(f"[ollm.plugins]\n{name} = {module}\n")
+        return str(tmp_path)
+
+    return make

@@ -79,7 +79,7 @@ def test_an_unknown_model_says_how_to_pull_it(run_ollm) -> None:  # type: ignore
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
+    assert lines[0].startswith("error[MODEL_NOT_FOUND]: ")
     assert "ollm models pull nope" in lines[0]
     assert "Traceback" not in result.stderr
 
@@ -95,7 +95,7 @@ def test_connection_refused_says_to_start_ollama(closed_port: int) -> None:
     )
     assert result.returncode == 1
     assert result.stderr == (
-        f"error: Ollama is not running at http://127.0.0.1:{closed_port}. "
+        f"error[CONNECTION_FAILED]: Ollama is not running at http://127.0.0.1:{closed_port}. "
         "Start it with: ollama serve\n"
     )
 
@@ -256,35 +256,17 @@ def test_a_second_ctrl_c_exits_130_even_if_the_abort_is_slow(server: FakeOllamaS
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
-def test_an_interactive_session_keeps_the_history(server: FakeOllamaServer) -> None:
-    import pty
-
+def test_an_interactive_session_keeps_the_history(interactive, server: FakeOllamaServer) -> None:  # type: ignore[no-untyped-def]
     server.script(OllamaReply("Nice to meet you, Ada."), OllamaReply("You are Ada."))
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [OLLM, "chat", "-m", "llama3.2"],
-        stdin=follower,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ollm_env(OLLAMA_HOST=server.url, TERM="dumb"),
-    )
-    os.close(follower)
-    try:
-        for line in ("I am Ada.", "Who am I?", "/exit"):
+    with interactive("chat", "-m", "llama3.2", OLLAMA_HOST=server.url) as (process, leader):
+        for line, answer in (
+            ("I am Ada.", "Nice to meet you, Ada."),
+            ("Who am I?", "You are Ada."),
+        ):
             os.write(leader, (line + "\n").encode())
-            deadline = time.monotonic() + 20
-            while len(server.chat_requests) < min(
-                2, ("I am Ada.", "Who am I?", "/exit").index(line) + 1
-            ):
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-        out, err = process.communicate(timeout=30)
-    finally:
-        os.close(leader)
-    assert process.returncode == 0, err
-    assert "Nice to meet you, Ada." in out
-    assert "You are Ada." in out
+            assert answer in process.stdout.readline()  # each answer before the next line
+        os.write(leader, b"/exit\n")
+        assert process.wait(timeout=60) == 0
     second = server.chat_requests[1].json["messages"]
     assert [m["content"] for m in second] == [
         "I am Ada.",
@@ -308,23 +290,10 @@ def test_an_empty_prompt_from_standard_input_is_refused() -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
-def test_interactive_help_stays_local_and_ctrl_c_twice_leaves() -> None:
+def test_interactive_help_stays_local_and_ctrl_c_twice_leaves(interactive) -> None:  # type: ignore[no-untyped-def]
     """/help and unknown /commands are answered locally; one Ctrl-C at the prompt does not
     leave, a second one does."""
-    import pty
-
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [OLLM, "chat", "-p", "echo"],
-        stdin=follower,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ollm_env(TERM="dumb"),
-    )
-    os.close(follower)
-    try:
-        assert process.stderr is not None
+    with interactive("chat", "-p", "echo") as (process, leader):
         assert "/help lists the commands" in process.stderr.readline()
         os.write(leader, b"/help\n")
         assert "Commands: /clear" in process.stderr.readline()
@@ -336,9 +305,6 @@ def test_interactive_help_stays_local_and_ctrl_c_twice_leaves() -> None:
         assert process.poll() is None  # still there after one Ctrl-C
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=30)
-    finally:
-        os.close(leader)
-        process.kill()
     assert process.returncode == 130
     assert "/help" not in out  # never sent to the (echo) model
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
+from collections.abc import Callable
 
 import msgspec
 import pytest
@@ -42,7 +43,7 @@ def test_models_list_show_rm_and_ps(run_ollm, server: FakeOllamaServer) -> None:
 
     missing = run_ollm("models", "rm", "qwen3")
     assert missing.returncode == 1
-    assert missing.stderr.startswith("error: ")
+    assert missing.stderr.startswith("error[MODEL_NOT_FOUND]: ")
 
     ps = run_ollm("models", "ps")
     assert ps.returncode == 0, ps.stderr
@@ -65,6 +66,58 @@ def test_models_pull_shows_progress(  # type: ignore[no-untyped-def]
     assert len(lines) <= 12, lines
 
 
+def test_a_model_removed_can_be_pulled_again(run_ollm, server: FakeOllamaServer) -> None:  # type: ignore[no-untyped-def]
+    assert run_ollm("models", "rm", "llama3.2").returncode == 0
+    assert "llama3.2:latest" not in run_ollm("models", "list").stdout
+    pulled = run_ollm("models", "pull", "llama3.2")
+    assert pulled.returncode == 0, pulled.stderr
+    assert "llama3.2:latest" in run_ollm("models", "list").stdout
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+@pytest.mark.parametrize(("columns", "rows"), [(0, 0), (0, 24), (80, 0)])
+def test_models_pull_in_a_terminal_that_reports_no_size_still_shows_progress(
+    server: FakeOllamaServer, columns: int, rows: int
+) -> None:
+    """Some pseudo-terminals (containers, editors' shells) say 0 columns or 0 rows."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    server.add_model("tinyllama", local=False, size=3_000_000)
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    process = subprocess.Popen(
+        [OLLM, "models", "pull", "tinyllama"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+        env=ollm_env(OLLAMA_HOST=server.url, TERM="xterm"),
+    )
+    os.close(follower)
+    shown = b""
+    try:
+        while chunk := _read_pty(leader):
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert process.wait(timeout=60) == 0, shown
+    text = shown.decode(errors="replace")
+    assert "Pulled tinyllama." in text
+    bars = [line for line in text.replace("\r", "\n").splitlines() if "100%|" in line]
+    assert len(bars) == 2, text  # one full bar per layer
+    assert all("2.86M/2.86M" in bar or "1.44k/1.44k" in bar for bar in bars)
+    assert all(bar.rstrip().endswith("B/s]") for bar in bars), bars  # none cut short
+
+
+def _read_pty(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # EIO: every writer closed the terminal
+        return b""
+
+
 def test_models_pull_survives_odd_lines_in_the_progress_stream(  # type: ignore[no-untyped-def]
     run_ollm, server: FakeOllamaServer
 ) -> None:
@@ -85,7 +138,7 @@ def test_models_pull_survives_odd_lines_in_the_progress_stream(  # type: ignore[
 def test_models_pull_of_an_unknown_model_fails_with_a_message(run_ollm) -> None:  # type: ignore[no-untyped-def]
     result = run_ollm("models", "pull", "no-such-model")
     assert result.returncode == 1
-    assert result.stderr.count("error:") == 1
+    assert result.stderr.count("error[MODEL_NOT_FOUND]:") == 1
     assert "Traceback" not in result.stderr
 
 
@@ -140,14 +193,9 @@ BROKEN = "raise RuntimeError('this plugin is broken')\n"
 
 
 @pytest.fixture
-def broken_plugin_path(tmp_path: Path) -> str:
+def broken_plugin_path(plugin_path: Callable[[str, str], str]) -> str:
     """A directory holding a distribution whose plugin fails at import."""
-    (tmp_path / "broken_plugin_mod.py").write_text(BROKEN)
-    info = tmp_path / "ollm_broken-9.9.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ollm-broken\nVersion: 9.9\n")
-    (info / "entry_points.txt").write_text("[ollm.plugins]\nbroken = broken_plugin_mod\n")
-    return str(tmp_path)
+    return plugin_path("broken", BROKEN)
 
 
 def test_a_broken_plugin_never_stops_help_or_plugins(broken_plugin_path: str) -> None:
@@ -159,7 +207,7 @@ def test_a_broken_plugin_never_stops_help_or_plugins(broken_plugin_path: str) ->
     assert plugins.returncode == 0, plugins.stderr
     line = next(x for x in plugins.stdout.splitlines() if x.startswith("broken"))
     assert "failed" in line
-    assert "ollm-broken 9.9" in line
+    assert "ollm-broken 1.0" in line
     assert "RuntimeError: this plugin is broken" in line
     # In strict mode, `ollm plugins` still lists everything, then fails: CI sees it.
     strict_env = {**env, "OLLM_STRICT_PLUGINS": "1"}

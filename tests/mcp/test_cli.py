@@ -91,13 +91,13 @@ def test_a_server_that_fails_is_one_line_and_the_others_still_list(  # type: ign
     assert result.returncode == 1
     assert "good_add" in result.stdout
     [line] = result.stderr.splitlines()
-    assert line.startswith("error: MCP server 'bad' stopped before it was ready")
+    assert line.startswith("error[MCP_SERVER_FAILED]: MCP server 'bad' stopped before it was ready")
     assert "Traceback" not in result.stderr
 
     server.script(OllamaReply("never"))
     chat = run(server, "chat", "-m", "llama3.2", "--mcp", str(path), "-t", "*_add", "hi")
     assert chat.returncode == 1
-    assert "error: MCP server 'bad' stopped before it was ready" in chat.stderr
+    assert "error[MCP_SERVER_FAILED]: MCP server 'bad' stopped before it was ready" in chat.stderr
     assert "Traceback" not in chat.stderr
     assert not server.chat_requests
 
@@ -106,8 +106,8 @@ def test_a_bad_configuration_says_what_to_fix(server: FakeOllamaServer, tmp_path
     missing = run(server, "chat", "-m", "llama3.2", "--mcp", str(tmp_path / "no.json"), "hi")
     assert missing.returncode == 1
     assert missing.stderr == (
-        f"error: Cannot use MCP servers file {str(tmp_path / 'no.json')!r}: it does not exist. "
-        "Fix the path given to --mcp or OLLM_MCP_CONFIG.\n"
+        f"error[MCP_CONFIG_INVALID]: Cannot use MCP servers file {str(tmp_path / 'no.json')!r}: "
+        "it does not exist. Fix the path given to --mcp or OLLM_MCP_CONFIG.\n"
     )
     kind = run(server, "tools", "--toolset", "nope=x")
     assert kind.returncode == 1

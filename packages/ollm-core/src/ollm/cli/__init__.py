@@ -27,11 +27,25 @@ EXIT_INTERRUPTED = 130
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ollm`` with ``argv`` (default: the process's arguments); return the exit code."""
-    from ollm.cli.parser import build_parser
+    from ollm.cli.parser import build_parser, check_leftovers
+    from ollm.cli.terminal import Terminal, replace_undecodable
 
+    terminal = Terminal()
+    # Bytes of the arguments that are not text arrive as lone surrogates
+    # (surrogateescape): each becomes U+FFFD here, with a note, before anything uses it.
+    words: list[str] = []
+    replaced = 0
+    for given in sys.argv[1:] if argv is None else argv:
+        word, count = replace_undecodable(given)
+        words.append(word)
+        replaced += count
+    terminal.note_replaced(replaced, "the command line", sys.getfilesystemencoding())
+    _replace_undecodable_settings(terminal)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, leftovers = parser.parse_known_args(words)
+        # Reported by the command they were given to, with its usage (not ollm's).
+        check_leftovers(parser, args, leftovers)
     except SystemExit as exit_:
         return int(exit_.code or 0)
     if args.version:
@@ -48,9 +62,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
     _configure_logging(args.debug)
-    from ollm.cli.terminal import Terminal
-
-    terminal = Terminal()
     try:
         return _dispatch(args, terminal)
     except KeyboardInterrupt:
@@ -78,6 +89,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             _ignore_further_interrupts()
 
 
+# The environment variables of ollm and of its own plugins (models, hosts, files...).
+_SETTINGS = ("OLLM_", "OLLAMA_", "OPENAI_", "GEMINI_", "GOOGLE_")
+
+
+def _replace_undecodable_settings(terminal: Terminal) -> None:
+    """The settings in the environment get what the arguments get: U+FFFD for each byte
+    that is not text, and a note naming the variables."""
+    from ollm.cli.terminal import replace_undecodable
+
+    replaced = 0
+    names = []
+    for name, value in list(os.environ.items()):
+        if name.startswith(_SETTINGS):
+            clean, count = replace_undecodable(value)
+            if count:
+                os.environ[name] = clean
+                replaced += count
+                names.append(name)
+    source = f"the environment ({', '.join(sorted(names))})"
+    terminal.note_replaced(replaced, source, sys.getfilesystemencoding())
+
+
 # Failures to write the output that are the machine's, not ollm's.
 _WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EIO, errno.EROFS, errno.EDQUOT, errno.EFBIG})
 
@@ -86,7 +119,7 @@ def _unexpected(exc: BaseException, debug: bool, terminal: Terminal) -> int:
     from ollm.errors import OllmError
 
     if isinstance(exc, OllmError):
-        terminal.error(exc.message)
+        terminal.error(exc.message, exc.code)
         if debug:
             import traceback
 

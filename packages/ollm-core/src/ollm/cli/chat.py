@@ -60,11 +60,13 @@ def run_chat(args: argparse.Namespace, terminal: Terminal, stdin: TextIO | None 
     """Run ``ollm chat``; return the exit code."""
     stdin = stdin or sys.stdin
     config = CliConfig.from_args(args)
-    prompt = _read_prompt(args.prompt, stdin)
+    prompt = _read_prompt(args.prompt, stdin, terminal)
     if prompt is not None and not prompt.strip():
+        where = "standard input gave nothing" if args.prompt == "-" else "the argument is blank"
         terminal.error(
-            "the prompt is empty (standard input gave nothing). Give the text as an argument, "
-            'or pipe some in: ollm chat -m MODEL "your question"'
+            f"the prompt is empty ({where}). Give the text as an argument, or pipe some in: "
+            'ollm chat -m MODEL "your question"; with no prompt at all, at a terminal, '
+            "the chat is interactive."
         )
         return EXIT_USAGE
     interactive = prompt is None and _isatty(stdin)
@@ -205,16 +207,35 @@ def _local_command(text: str, session: _Session) -> bool:
     return True
 
 
-def _read_prompt(prompt: str | None, stdin: TextIO) -> str | None:
-    """PROMPT, '-' for stdin, or piped text (put before PROMPT when both are given)."""
+def _read_prompt(prompt: str | None, stdin: TextIO, terminal: Terminal) -> str | None:
+    """PROMPT, '-' for stdin, or piped text (put before PROMPT when both are given).
+
+    A blank PROMPT with text piped in is that text; a blank one alone stays blank (the
+    caller refuses it: it never starts an interactive session).
+    """
     if prompt == "-":
-        return stdin.read()
-    piped = None if _isatty(stdin) else stdin.read()
+        return _read_all(stdin, terminal)
+    piped = None if _isatty(stdin) else _read_all(stdin, terminal)
     if piped is not None and not piped.strip():
         piped = None
-    if prompt and piped:
+    if prompt is not None and prompt.strip() and piped:
         return f"{piped.rstrip()}\n\n{prompt}"
-    return prompt or piped
+    return piped or prompt
+
+
+def _read_all(stdin: TextIO, terminal: Terminal) -> str:
+    """All of standard input as text: a byte its encoding cannot read becomes U+FFFD."""
+    _keep_undecodable_bytes(stdin)
+    return terminal.decoded(stdin.read(), "standard input", getattr(stdin, "encoding", None))
+
+
+def _keep_undecodable_bytes(stdin: TextIO) -> None:
+    """Read bytes that are not text as lone surrogates (``Terminal.decoded`` replaces them),
+    never as a UnicodeDecodeError, whatever the locale made the stream's error handler."""
+    reconfigure = getattr(stdin, "reconfigure", None)
+    if reconfigure is not None:
+        with contextlib.suppress(ValueError, OSError):
+            reconfigure(errors="surrogateescape")
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -282,6 +303,7 @@ def _interactive(session: _Session, portal: BlockingPortal) -> int:
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401 - line editing and history for input()
     client, terminal = session.client, session.terminal
+    _keep_undecodable_bytes(sys.stdin)  # input() decodes with sys.stdin's settings
     resumed = len(client.conversation.messages)
     going_on = (
         f" Going on with conversation {session.log.cid} ({resumed} messages)." if (resumed) else ""
@@ -295,7 +317,7 @@ def _interactive(session: _Session, portal: BlockingPortal) -> int:
     while True:
         try:
             line = input(terminal.style("> ", "bold", stream="out") if terminal.out_color else "> ")
-            text = line.strip()
+            text = terminal.decoded(line, "your input", sys.stdin.encoding).strip()
             if text:
                 interrupted = False
             if text in ("/exit", "/quit", "/bye"):

@@ -11,7 +11,7 @@ from ollm.cli import EXIT_ERROR, EXIT_OK
 from ollm.cli.config import CliConfig, load_registries
 from ollm.cli.terminal import Terminal
 from ollm.cli.toolsets import ToolsetListing, load_toolsets
-from ollm.errors import OllmError
+from ollm.errors import ErrorCode, OllmError
 from ollm.plugins.settings import ENV_STRICT, PluginSettings
 from ollm.tools.toolset import Toolset
 from ollm.types.specs import PluginRecord
@@ -62,7 +62,8 @@ def _strict_exit(records: list[PluginRecord], terminal: Terminal) -> int:
     if failed and PluginSettings.from_env(os.environ).strict:
         terminal.error(
             f"{len(failed)} plugin(s) failed to load ({', '.join(failed)}), and "
-            f"{ENV_STRICT} is set. Run with --debug to see where."
+            f"{ENV_STRICT} is set. Run with --debug to see where.",
+            ErrorCode.PLUGIN_ERROR,
         )
         return EXIT_ERROR
     return EXIT_OK
@@ -85,7 +86,7 @@ def run_tools(args: argparse.Namespace, terminal: Terminal) -> int:
             else:
                 tools.extend(found.values())
     for failure in failures:
-        terminal.error(failure.message)
+        terminal.error(failure.message, failure.code)
     code = EXIT_ERROR if failures else EXIT_OK
     if args.json:
         payload = [

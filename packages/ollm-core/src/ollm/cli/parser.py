@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
-__all__ = ["build_parser"]
+__all__ = ["build_parser", "check_leftovers"]
 
 _EPILOG = """\
 examples:
@@ -72,7 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
         "interactive session that keeps the history (/exit to leave). PROMPT '-', or "
         "text piped in, is read from standard input.",
     )
-    chat.add_argument("prompt", nargs="?", help="the message; '-' reads standard input")
+    chat.add_argument(
+        "prompt",
+        nargs="?",
+        help="the message (not empty); '-' reads standard input",
+    )
     chat.add_argument("-m", "--model", help="the model (default: $OLLM_MODEL)")
     chat.add_argument("-p", "--provider", help="the provider (default: $OLLM_PROVIDER or ollama)")
     chat.add_argument("-s", "--system", help="a system prompt")
@@ -179,7 +184,21 @@ def build_parser() -> argparse.ArgumentParser:
     tools = commands.add_parser("tools", help="the tools of every tool pack, with schemas")
     tools.add_argument("--json", action="store_true", help="machine-readable output")
     _toolset_options(tools)
+    for command in (chat, models, logs, plugins, tools, *actions.choices.values()):
+        command.set_defaults(_parser=command)
+    for command in log_actions.choices.values():
+        command.set_defaults(_parser=command)
     return parser
+
+
+def check_leftovers(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, leftovers: Sequence[str]
+) -> None:
+    """Refuse the arguments no parser took, with the usage of the command they were given
+    to (``ollm chat --modle x`` shows ``ollm chat``'s, not ``ollm``'s)."""
+    if leftovers:
+        command: argparse.ArgumentParser = getattr(args, "_parser", None) or parser
+        command.error(f"unrecognized arguments: {' '.join(leftovers)}")
 
 
 def _toolset_options(command: argparse.ArgumentParser) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ollm.cli.terminal import Terminal
@@ -53,8 +54,8 @@ class PullDisplay:
                 unit_scale=True,
                 unit_divisor=1024,
                 file=self.terminal.err,
-                dynamic_ncols=True,
                 leave=True,
+                **_size_of(self.terminal.err),
             )
         if self.bar is not None:
             if total != self.bar.total:
@@ -67,6 +68,22 @@ class PullDisplay:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
+
+
+# A terminal that reports no size (0 columns or 0 rows: some containers, editors' shells
+# and CI pseudo-terminals) gets this one; tqdm would draw nothing at all in it.
+_FALLBACK_SIZE = {"ncols": 80, "nrows": 24}
+
+
+def _size_of(stream: Any) -> dict[str, Any]:
+    """How wide the bars are: the terminal's width as it changes, else a fixed one."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, ValueError, OSError):
+        return _FALLBACK_SIZE
+    if size.columns <= 1 or size.lines <= 1:
+        return _FALLBACK_SIZE
+    return {"dynamic_ncols": True}
 
 
 def _human(size: int) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ollm.cli.terminal import Terminal
+from ollm.cli.terminal import Terminal, for_the_command_line
 from ollm.types.events import (
     ChatEvent,
     ErrorEvent,
@@ -42,6 +42,8 @@ class EventRenderer:
         elif isinstance(event, ErrorEvent):
             self.error = event
         if self.json:
+            if isinstance(event, ErrorEvent):
+                event = ErrorEvent(for_the_command_line(event.message), event.code)
             self.terminal.out.write(encode_event(event).decode() + "\n")
             self.terminal.out.flush()
             return
@@ -70,8 +72,7 @@ class EventRenderer:
                 "Start a new conversation or raise --context-window soon."
             )
         elif isinstance(event, ErrorEvent):
-            # The runtime names the Python setting; at a terminal, the flag is the way.
-            t.error(event.message.replace("(context_window=...)", "(--context-window N)"))
+            t.error(event.message, event.code)
         elif isinstance(event, FinishEvent):
             t.end_line()
             if event.reason == "length":

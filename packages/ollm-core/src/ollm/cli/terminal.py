@@ -3,13 +3,38 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from typing import TextIO
 
-__all__ = ["Terminal"]
+__all__ = ["Terminal", "for_the_command_line", "replace_undecodable"]
 
 _CODES = {"dim": "2", "bold": "1", "red": "31", "yellow": "33", "green": "32", "cyan": "36"}
+
+# A byte the decoder could not read is kept by Python as a lone surrogate (the
+# "surrogateescape" error handler: the process's arguments, and standard input as ollm
+# reads it). No other way into a str read from outside makes one.
+_UNDECODABLE = re.compile("[\ud800-\udfff]")
+
+# What the library says to a Python caller, and what a user of the command line does
+# instead (the messages of ollm's core; a provider's messages are its own).
+_LIBRARY_WORDS = (
+    ("(context_window=...)", "(--context-window N)"),
+    ("(provider=NAME, or set_default(NAME))", "(-p NAME, or OLLM_PROVIDER=NAME)"),
+)
+
+
+def replace_undecodable(text: str) -> tuple[str, int]:
+    """``text`` with each byte that could not be decoded as U+FFFD, and how many there were."""
+    return _UNDECODABLE.subn("\ufffd", text)
+
+
+def for_the_command_line(message: str) -> str:
+    """A library message in the command line's words: flags, not Python arguments."""
+    for library, command_line in _LIBRARY_WORDS:
+        message = message.replace(library, command_line)
+    return message
 
 
 class Terminal:
@@ -81,12 +106,38 @@ class Terminal:
         """A warning line on stderr."""
         self.info(f"{self.style('warning:', 'bold', 'yellow')} {text}")
 
-    def error(self, message: str) -> None:
-        """One line: the message (it says what to do next)."""
+    def error(self, message: str, code: str | None = None) -> None:
+        """One line: ``error[CODE]: message`` (the message says what to do next).
+
+        ``code`` is the error's stable code (``MODEL_NOT_FOUND``), the one ``--json``
+        shows; a usage error has none and reads ``error: message``.
+        """
         self.end_line()
-        prefix = self.style("error:", "bold", "red")
-        _put(self.err, f"{prefix} {message}\n")
+        prefix = self.style(f"error[{code}]:" if code else "error:", "bold", "red")
+        _put(self.err, f"{prefix} {for_the_command_line(message)}\n")
         self.err.flush()
+
+    def decoded(self, text: str, source: str, encoding: str | None = None) -> str:
+        """``text`` read from ``source``, each undecodable byte replaced by U+FFFD.
+
+        Says so in one line on stderr when there were any, so nothing that cannot be
+        encoded again (in a request's JSON, in the log) goes further.
+        """
+        clean, count = replace_undecodable(text)
+        self.note_replaced(count, source, encoding)
+        return clean
+
+    def note_replaced(self, count: int, source: str, encoding: str | None = None) -> None:
+        """Say (once, on stderr) that ``count`` undecodable bytes of ``source`` became U+FFFD."""
+        if not count:
+            return
+        name = _encoding_name(encoding)
+        bytes_ = "1 byte that is" if count == 1 else f"{count} bytes that are"
+        self.info(
+            f"note: {source} had {bytes_} not valid {name}; each was replaced with U+FFFD, "
+            "the replacement character.",
+            "dim",
+        )
 
     def symbol(self, fancy: str, plain: str) -> str:
         """``fancy`` where stderr can encode it, else ``plain``."""
@@ -104,6 +155,16 @@ def _put(stream: TextIO, text: str) -> None:
 
         encoding = getattr(stream, "encoding", None) or "utf-8"
         stream.write(valid_unicode(text).encode(encoding, "replace").decode(encoding))
+
+
+def _encoding_name(encoding: str | None) -> str:
+    import codecs
+
+    try:
+        name = codecs.lookup(encoding or "utf-8").name
+    except LookupError:
+        name = encoding or "utf-8"
+    return {"utf-8": "UTF-8"}.get(name, name)
 
 
 def _isatty(stream: TextIO) -> bool:
