@@ -82,7 +82,7 @@ class GeminiConfig:
     @property
     def where(self) -> str:
         """How messages name the setting of the address."""
-        return f"{ENV_BASE_URL} (or base_url=...)"
+        return ENV_BASE_URL
 
     @classmethod
     def resolve(
@@ -119,7 +119,7 @@ class GeminiConfig:
         version = (api_version or env.get(ENV_API_VERSION) or DEFAULT_API_VERSION).strip("/ ")
         if version not in _VERSIONS:
             raise InvalidRequestError(
-                f"{ENV_API_VERSION} (or api_version=...) is {version!r}; use one of "
+                f"The API version {version!r} ({ENV_API_VERSION}) is not one ollm knows; use "
                 f"{', '.join(_VERSIONS)} (v1beta has every feature ollm uses)."
             )
         return cls(

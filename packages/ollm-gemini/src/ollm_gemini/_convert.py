@@ -219,7 +219,8 @@ def _thinking(think: bool | str | None, model: str) -> dict[str, Any] | None:
     level = str(think).lower()
     if level not in _BUDGETS:
         raise InvalidRequestError(
-            f"think={think!r}: Gemini takes True, False or a level ({', '.join(_BUDGETS)})."
+            f"The thinking level {think!r} is not one Gemini takes: use "
+            f"{', '.join(_BUDGETS)}, on or off."
         )
     if newer:
         return {"includeThoughts": True, "thinkingLevel": level}

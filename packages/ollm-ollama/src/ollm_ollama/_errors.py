@@ -138,7 +138,7 @@ def error_from_status(
     if status in (401, 403):
         return AuthenticationError(
             f"Ollama at {url} refused access (HTTP {status}: {said}). Set OLLAMA_API_KEY "
-            "(or pass headers=...) with a key that may use this server.",
+            "to a key that may use this server.",
             **common,
         )
     if is_rate_limited(status, headers):

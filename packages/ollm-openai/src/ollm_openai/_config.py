@@ -159,7 +159,7 @@ class OpenAIConfig:
         """How messages name the setting of the address (the profile, or the variable)."""
         if self.profile is not None:
             return f"base_url of the profile {self.profile!r} in {profiles_path()}"
-        return f"{ENV_BASE_URL} (or base_url=...)"
+        return ENV_BASE_URL
 
     @classmethod
     def resolve(

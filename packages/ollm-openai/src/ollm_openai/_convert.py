@@ -204,8 +204,8 @@ def build_body(
     if isinstance(think, str) and think:
         if think not in _REASONING_EFFORTS:
             raise InvalidRequestError(
-                f"think={think!r}: an OpenAI-compatible server takes a reasoning effort "
-                f"({', '.join(_REASONING_EFFORTS)}), or True/False."
+                f"The thinking level {think!r} is not one an OpenAI-compatible server takes: "
+                f"use {', '.join(_REASONING_EFFORTS)} (a reasoning effort), on or off."
             )
         body["reasoning_effort"] = think
     elif think is False and not config.official:
