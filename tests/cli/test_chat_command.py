@@ -96,7 +96,9 @@ def test_connection_refused_says_to_start_ollama(closed_port: int) -> None:
     assert result.returncode == 1
     assert result.stderr == (
         f"error[CONNECTION_FAILED]: Ollama is not running at http://127.0.0.1:{closed_port}. "
-        "Start it with: ollama serve\n"
+        "Start it with: ollama serve (install it from https://ollama.com/download first). "
+        "No Ollama here? ollm chat -p echo answers with no server at all, and -p openai "
+        "reaches any OpenAI-compatible server.\n"
     )
 
 
