@@ -41,6 +41,15 @@ def test_events_are_tagged_by_type() -> None:
     assert msgspec.json.decode(ollm.encode_event(ollm.FinishEvent("stop")))["type"] == "finish"
 
 
+@given(st.one_of(chat_events, provider_events))
+def test_an_events_type_is_its_json_tag_and_cannot_be_changed(
+    event: ollm.ChatEvent | ollm.ProviderEvent,
+) -> None:
+    assert event.type == msgspec.json.decode(ollm.encode_event(event))["type"]
+    with pytest.raises(AttributeError):
+        event.type = "text"  # type: ignore[misc]
+
+
 def test_a_bad_event_line_names_what_is_wrong() -> None:
     with pytest.raises(msgspec.ValidationError, match=r"\$\.reason"):
         ollm.decode_chat_event(b'{"type":"finish","reason":"bored"}')

@@ -1,14 +1,16 @@
 """Events: what a provider streams to the runtime, and what a chat streams to its caller.
 
 Both are tagged unions (``type`` field), so a whole stream encodes to NDJSON with one
-``msgspec.json.encode`` per event and decodes back with ``decode_event``. The events
+``msgspec.json.encode`` per event and decodes back with ``decode_chat_event`` or
+``decode_provider_event``. Each class has that tag as a read-only class attribute too,
+``event.type`` (``"text"``, ``"finish"``...), which type checkers narrow on. The events
 that mean the same thing on both sides (text, thinking, notice, error, finish) are the
 same classes.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 import msgspec
 
@@ -92,17 +94,23 @@ class _Event(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=True):
 class TextEvent(_Event, frozen=True, tag="text"):
     """A piece of the reply's text, as it arrives."""
 
+    type: ClassVar[Literal["text"]] = "text"
+
     text: str
 
 
 class ThinkingEvent(_Event, frozen=True, tag="thinking"):
     """A piece of the model's reasoning, when it shows it."""
 
+    type: ClassVar[Literal["thinking"]] = "thinking"
+
     text: str
 
 
 class ToolCallEvent(_Event, frozen=True, tag="tool_call"):
     """The model asked for a tool to run (provider side)."""
+
+    type: ClassVar[Literal["tool_call"]] = "tool_call"
 
     call: ToolCall
 
@@ -114,12 +122,16 @@ class NoticeEvent(_Event, frozen=True, tag="notice"):
     ``info``.
     """
 
+    type: ClassVar[Literal["notice"]] = "notice"
+
     message: str
     kind: str = "info"
 
 
 class ErrorEvent(_Event, frozen=True, tag="error"):
     """Something failed. ``code`` is one of the stable codes of ``ollm.errors``."""
+
+    type: ClassVar[Literal["error"]] = "error"
 
     message: str
     code: str
@@ -128,12 +140,16 @@ class ErrorEvent(_Event, frozen=True, tag="error"):
 class FinishEvent(_Event, frozen=True, tag="finish"):
     """The end of a reply (provider) or of a whole chat (runtime): exactly one, last."""
 
+    type: ClassVar[Literal["finish"]] = "finish"
+
     reason: FinishReason
     usage: Usage | None = None
 
 
 class ToolCallStartEvent(_Event, frozen=True, tag="tool_call_start"):
     """The model asked for a tool; it runs when the reply's stream has ended."""
+
+    type: ClassVar[Literal["tool_call_start"]] = "tool_call_start"
 
     call: ToolCall
     turn: int = 0
@@ -145,6 +161,8 @@ class ToolCallResultEvent(_Event, frozen=True, tag="tool_call_result"):
     ``images`` are the images the tool returned (an MCP server's screenshot...); they
     go into the tool message when the model can see images.
     """
+
+    type: ClassVar[Literal["tool_call_result"]] = "tool_call_result"
 
     call: ToolCall
     result: str
@@ -158,6 +176,8 @@ class ToolCallResultEvent(_Event, frozen=True, tag="tool_call_result"):
 class TokenWarningEvent(_Event, frozen=True, tag="token_warning"):
     """A request uses 90% or more of the tokens the context window allows."""
 
+    type: ClassVar[Literal["token_warning"]] = "token_warning"
+
     estimated_tokens: int
     limit: int
     context_window: int
@@ -170,6 +190,8 @@ class TokenWarningEvent(_Event, frozen=True, tag="token_warning"):
 
 class TurnCompleteEvent(_Event, frozen=True, tag="turn_complete"):
     """One request and its tool calls are done."""
+
+    type: ClassVar[Literal["turn_complete"]] = "turn_complete"
 
     turn: int
     reason: FinishReason = "stop"
