@@ -1,0 +1,65 @@
+"""ollmw installs what a command needs: a chat gets no MCP stack until it uses MCP."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import re
+import tomllib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ollmw() -> ModuleType:
+    loader = importlib.machinery.SourceFileLoader("ollmw", str(ROOT / "ollmw"))
+    spec = importlib.util.spec_from_loader("ollmw", loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def workspace_dependencies(distribution: str) -> set[str]:
+    """The distributions of the workspace that ``distribution`` depends on."""
+    project = tomllib.loads((ROOT / "packages" / distribution / "pyproject.toml").read_text())
+    names = {re.split(r"[<>=!~;\[ ]", dep)[0] for dep in project["project"]["dependencies"]}
+    return {name for name in names if (ROOT / "packages" / name).is_dir()}
+
+
+def test_a_chat_installs_every_distribution_but_mcp_and_what_they_need() -> None:
+    chat = set(ollmw().packages_for(["chat", "-p", "echo", "hi"], {}))
+    assert "ollm-mcp" not in chat
+    # The providers, ReAct, and the echo provider (ollm-testutils) are there...
+    assert {"ollm-ollama", "ollm-openai", "ollm-gemini", "ollm-react", "ollm-testutils"} <= chat
+    # ...with everything they depend on.
+    for distribution in chat:
+        assert workspace_dependencies(distribution) <= chat, distribution
+
+
+@pytest.mark.parametrize(
+    ("args", "environ"),
+    [
+        (["chat", "--mcp", "servers.json", "-t", "git_*", "hi"], {}),
+        (["tools", "--mcp=servers.json"], {}),
+        (["chat", "--mc", "servers.json", "hi"], {}),  # argparse's abbreviation
+        (["chat", "--toolset", "mcp=servers.json", "hi"], {}),
+        (["tools", "--toolset=mcp=servers.json"], {}),
+        (["chat", "-m", "qwen3", "hi"], {"OLLM_MCP_CONFIG": "servers.json"}),
+    ],
+)
+def test_a_command_that_uses_mcp_servers_installs_ollm_mcp(
+    args: list[str], environ: dict[str, str]
+) -> None:
+    assert "ollm-mcp" in ollmw().packages_for(args, environ)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["chat", "-t", "calculate", "--mcpx"], ["chat", "--toolset", "notes=mcp.db", "hi"], []],
+)
+def test_a_command_that_does_not_use_mcp_leaves_it_out(args: list[str]) -> None:
+    assert "ollm-mcp" not in ollmw().packages_for(args, {"OLLM_MCP_CONFIG": ""})
