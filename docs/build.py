@@ -37,6 +37,12 @@ PACKAGES = (*_ROOTS, "ollm.errors", "ollm.types", "ollm.logs", "ollm.hookspecs")
 _NAMES = "|".join(_ROOTS)
 _REFERENCE = re.compile(rf"``((?:{_NAMES})(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?:\(\))?``")
 _LINK = re.compile(r"\]\((?!https?://|mailto:|#)([^)\s]+)\)")
+# Where the repository is published (a placeholder until it is): the projects' URLs, and
+# the absolute links of the READMEs that go to the package index.
+REPOSITORY = "https://github.com/ollm-project/ollm"
+_REPOSITORY_LINK = re.compile(
+    rf"\]\({re.escape(REPOSITORY)}(?:/(?:blob|tree)/main/(?P<path>[^)#\s]+))?(?:#[^)\s]*)?\)"
+)
 # Members every class has, or that protocols and structs bring: not ours to document.
 _INHERITED = {"__init__", "__call__"}
 
@@ -124,7 +130,12 @@ def check_references() -> list[str]:
 
 
 def check_links() -> list[str]:
-    """Relative links of the Markdown documents that lead to no file."""
+    """Links of the Markdown documents that lead to no file.
+
+    Relative links, and links into this repository (``REPOSITORY``/blob/main/...), must
+    name a file or folder that exists. The packages' READMEs are their pages on the
+    package index too, where a relative link leads nowhere: they link absolutely.
+    """
     documents = [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("packages/*/*.md")]
     documents += [*ROOT.glob("examples/*/README.md"), ROOT / "benchmarks" / "README.md"]
     problems: list[str] = []
@@ -132,11 +143,21 @@ def check_links() -> list[str]:
         if not document.exists():
             continue
         text = document.read_text(encoding="utf-8")
+        shipped = document.parent.parent.name == "packages" and document.name == "README.md"
         for match in _LINK.finditer(text):
             target = match.group(1).split("#", 1)[0]
-            if target and not (document.parent / target).exists():
+            line = text.count("\n", 0, match.start()) + 1
+            where = f"{document.relative_to(ROOT)}:{line}"
+            if shipped:
+                problems.append(f"{where}: {target}: link absolutely ({REPOSITORY}/blob/main/...)")
+            elif target and not (document.parent / target).exists():
+                problems.append(f"{where}: {target} does not exist")
+        for match in _REPOSITORY_LINK.finditer(text):
+            target = match.group("path") or "README.md"
+            if not (ROOT / target).exists():
                 line = text.count("\n", 0, match.start()) + 1
-                problems.append(f"{document.relative_to(ROOT)}:{line}: {target} does not exist")
+                where = f"{document.relative_to(ROOT)}:{line}"
+                problems.append(f"{where}: {target} does not exist in the repository")
     return problems
 
 
