@@ -6,8 +6,9 @@
 The check, run in CI, looks at every public name (each package's ``__all__``) and the
 public methods and properties of its classes: each must have a docstring. It resolves
 every dotted name written in double backticks in those docstrings (``ollm.ChatClient``,
-``ollm_http.HTTPClient``) and every relative link of the Markdown documents (the READMEs
-and docs/*.md), and fails on any that leads nowhere.
+``ollm_http.HTTPClient``) and every link of the Markdown documents into this repository
+(the READMEs and docs/*.md), and fails on any that leads nowhere, and on any warning of
+pdoc (both print each one).
 """
 
 from __future__ import annotations
@@ -47,8 +48,13 @@ _REPOSITORY_LINK = re.compile(
 _INHERITED = {"__init__", "__call__"}
 
 
-def build(output: Path) -> int:
-    """Render every package's reference into ``output``; the number of pdoc warnings."""
+def build(output: Path) -> list[str]:
+    """Render every package's reference into ``output``; pdoc's warnings, each once.
+
+    pdoc warns when it cannot evaluate an annotation (the reference then shows it as a
+    string): a method named ``list`` hides the builtin from the annotations of its class,
+    so they say ``builtins.list[...]``.
+    """
     import pdoc
     import pdoc.render
 
@@ -56,7 +62,7 @@ def build(output: Path) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pdoc.pdoc(*_ROOTS, output_directory=output)
-    return len(caught)
+    return list(dict.fromkeys(str(warning.message) for warning in caught))
 
 
 def _documented(obj: Any) -> bool:
@@ -167,13 +173,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--output", default=str(ROOT / "docs" / "api"))
     args = parser.parse_args(argv)
     output = Path(args.output)
-    warned = build(output)
-    print(f"docs: the API reference is in {output / 'index.html'} ({warned} pdoc warnings)")
-    if not args.check:
-        return 0
-    problems = check_docstrings() + check_references() + check_links()
+    problems = [f"pdoc: {warning}" for warning in build(output)]
+    print(f"docs: the API reference is in {output / 'index.html'} ({len(problems)} pdoc warnings)")
+    if args.check:
+        problems += check_docstrings() + check_references() + check_links()
     for problem in problems:
         print(f"docs: {problem}", file=sys.stderr)
+    if not args.check:
+        return 0
     if problems:
         print(f"docs: {len(problems)} problems", file=sys.stderr)
         return 1

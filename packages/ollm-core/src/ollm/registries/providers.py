@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import Callable
 
@@ -164,7 +165,7 @@ class ProviderRegistry:
             )
         return self.get(name)
 
-    def list(self) -> list[str]:
+    def list(self) -> builtins.list[str]:
         """The registered names, each once, in registration order."""
         return list(self._specs)
 

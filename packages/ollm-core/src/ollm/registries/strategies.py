@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 from ollm.errors import PluginError
 from ollm.types.specs import StrategySpec
 from ollm.types.strategy import ToolStrategy
@@ -41,7 +43,7 @@ class StrategyRegistry:
                 "Run `ollm plugins` to see where it comes from."
             ) from exc
 
-    def list(self) -> list[str]:
+    def list(self) -> builtins.list[str]:
         """The registered names."""
         return list(self._specs)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ class TokenCounterRegistry:
     """Counters by model-name pattern: an exact name wins, then the first matching glob."""
 
     def __init__(self) -> None:
-        self._specs: list[TokenCounterSpec] = []
+        self._specs: builtins.list[TokenCounterSpec] = []
 
     def register(
         self, pattern: str | TokenCounterSpec, counter: TokenCounter | None = None
@@ -52,7 +53,7 @@ class TokenCounterRegistry:
                 return spec.counter
         return None
 
-    def list(self) -> list[str]:
+    def list(self) -> builtins.list[str]:
         """The registered patterns."""
         return [spec.pattern for spec in self._specs]
 

@@ -51,7 +51,7 @@ class ToolRegistry:
             chosen[tool.name] = tool
         return chosen
 
-    def list(self) -> list[str]:
+    def list(self) -> builtins.list[str]:
         """Every tool name, in registration order."""
         return list(self._tools)
 

@@ -37,7 +37,7 @@ class ToolsetRegistry:
             )
         return spec
 
-    def create(self, name: str, config: str) -> list[Toolset]:
+    def create(self, name: str, config: str) -> builtins.list[Toolset]:
         """Build the toolsets that ``config`` describes for the kind ``name``."""
         spec = self.get(name)
         try:

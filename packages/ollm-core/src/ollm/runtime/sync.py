@@ -133,7 +133,7 @@ class SyncChatClient:
         self._backend = backend
         self._close_timeout = close_timeout
         self._loop: _Loop | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._finalizer: Callable[[], object] | None = None
 
     @property
     def conversation(self) -> Conversation:
