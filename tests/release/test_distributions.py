@@ -231,8 +231,8 @@ def test_the_echo_provider_without_ollm_testutils_is_one_clear_line(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the message names the distribution since issue 29.4 (c51a2a1 on main): "
-    "remove this marker when this branch merges",
+    reason="the message names its distribution with issue 29.4 (c51a2a1, branch cli): "
+    "remove this marker once both branches are merged",
 )
 def test_the_echo_provider_without_ollm_testutils_says_what_to_install(
     core_and_ollama: Path,
