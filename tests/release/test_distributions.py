@@ -229,11 +229,6 @@ def test_the_echo_provider_without_ollm_testutils_is_one_clear_line(
     assert "echo" in echo.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the message names its distribution with issue 29.4 (c51a2a1, branch cli): "
-    "remove this marker once both branches are merged",
-)
 def test_the_echo_provider_without_ollm_testutils_says_what_to_install(
     core_and_ollama: Path,
 ) -> None:
