@@ -3,7 +3,8 @@
 It follows the published reference (packages/ollm-gemini/WIRE.md) and checks requests
 the way the API does where a client can get it wrong: the key header, the shape of
 ``contents`` (roles, non-empty parts, as many ``functionResponse`` parts as the model's
-turn had calls), function names, upper-case schema types, and for ``gemini-3`` models
+turn had calls), function names, schema types (in either case: Google's own REST
+examples write ``"type": "object"``), and for ``gemini-3`` models
 the thought signature of the first call of each model turn.
 """
 
@@ -439,7 +440,8 @@ def _check_schema(schema: Any, where: str) -> str | None:
     kind = schema.get("type")
     if kind is None and "anyOf" not in schema:
         return f"* {where}.type: must be specified"
-    if kind is not None and kind not in _TYPES:
+    # The API takes its Type enum's names in any case ("OBJECT" or "object").
+    if kind is not None and (not isinstance(kind, str) or kind.upper() not in _TYPES):
         return f"* {where}.type: Invalid value {kind!r}"
     for key in ("$ref", "$defs", "additionalProperties", "oneOf", "allOf", "const", "$schema"):
         if key in schema:
