@@ -81,41 +81,62 @@ class LineTooLongError(BadResponseError):
     """One line (or one event) of a streamed reply is longer than the limit."""
 
 
-class LineSplitter:
-    """Bytes in, complete lines out (without their ``\\n`` or ``\\r\\n``)."""
+_BOM = b"\xef\xbb\xbf"
 
-    __slots__ = ("_limit", "_parts", "_size")
+
+class LineSplitter:
+    """Bytes in, complete lines out (without their ``\\n`` or ``\\r\\n``).
+
+    A UTF-8 byte-order mark before the first line is dropped (msgspec would refuse
+    that line; the SSE rules drop it too), even when it is split between blocks.
+    """
+
+    __slots__ = ("_fresh", "_head", "_limit", "_parts", "_size")
 
     def __init__(self, max_line: int = 8 * 1024 * 1024) -> None:
         self._limit = max_line
         self._parts: list[bytes] = []
         self._size = 0
+        self._fresh = True  # nothing seen yet: a byte-order mark may come
+        self._head = b""
+
+    def _start(self, block: bytes) -> bytes:
+        """The body's first bytes without a byte-order mark (held back while unsure)."""
+        head = self._head + block
+        if len(head) < len(_BOM) and _BOM.startswith(head):
+            self._head = head
+            return b""
+        self._fresh = False
+        self._head = b""
+        return head.removeprefix(_BOM)
 
     def feed(self, block: bytes) -> list[bytes]:
         """The lines that ``block`` completes, in order."""
-        lines: list[bytes] = []
-        start = 0
+        if self._fresh:
+            block = self._start(block)
+        # One split in C: a block of many lines (or of nothing but newlines, as a
+        # compression bomb sends) costs no Python step per line unless one has a CR.
+        lines = block.split(b"\n")
+        rest = lines.pop()
         limit = self._limit
-        find = block.find
-        while True:
-            end = find(b"\n", start)
-            if end < 0:
-                break
-            if self._parts:
-                self._parts.append(block[start:end])
-                line = b"".join(self._parts)
-                self._parts.clear()
+        if lines:
+            parts = self._parts
+            first = None
+            if parts:  # the first line began in earlier blocks
+                parts.append(lines[0])
+                first = b"".join(parts)
+                parts.clear()
                 self._size = 0
-            else:
-                line = block[start:end]
-            if len(line) > limit:
+                if len(first) > limit:
+                    raise self._too_long()
+                lines[0] = b""
+            if len(block) > limit and max(map(len, lines)) > limit:
                 raise self._too_long()
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            lines.append(line)
-            start = end + 1
-        if start < len(block):
-            rest = block[start:]
+            if b"\r" in block:
+                lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
+            if first is not None:
+                lines[0] = first[:-1] if first.endswith(b"\r") else first
+        if rest:
             self._size += len(rest)
             if self._size > limit:
                 raise self._too_long()
@@ -124,6 +145,9 @@ class LineSplitter:
 
     def end(self) -> bytes | None:
         """The last line when the reply ended without a newline, else ``None``."""
+        if self._head:  # the start of a byte-order mark, and nothing more: a line
+            self._parts.append(self._head)
+            self._head = b""
         if not self._parts:
             return None
         line = b"".join(self._parts)
@@ -144,7 +168,8 @@ class EventSplitter:
     """Bytes in, Server-Sent Events out.
 
     Lines end with CRLF, LF or CR alone (a CR at the end of one block followed by an
-    LF at the start of the next is one line end, not two).
+    LF at the start of the next is one line end, not two). A UTF-8 byte-order mark
+    at the start of the stream is dropped, as the SSE specification says.
     """
 
     __slots__ = ("_after_cr", "_decoder", "_event_size", "_limit", "_lines")
