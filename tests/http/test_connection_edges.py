@@ -206,6 +206,32 @@ async def test_a_chunked_body_in_many_pieces_is_joined_in_order() -> None:
         await http.aclose()
 
 
+@pytest.mark.parametrize("stack", ["builtin", "httpx"])
+async def test_whole_chunks_before_a_bad_chunk_header_are_delivered_then_the_error(
+    stack: str,
+) -> None:
+    """All in one write, so in one read: what was whole comes first, as h11 gives it."""
+    whole = b"9\r\n" + b'{"a": 1}\n' + b"\r\n" + b"9\r\n" + b'{"b": 2}\n' + b"\r\n"
+    reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + whole + b"zz\r\nbad\r\n"
+    async with raw_server([reply]) as server:
+        http = HTTPClient(HTTPConfig(server.url, context=CONTEXT), stack=stack)  # type: ignore[arg-type]
+        got: list[bytes] = []
+
+        async def read() -> None:
+            async with http.stream("POST", "/chat", json={}) as streamed:
+                async for line in streamed.lines():
+                    got.append(line)
+
+        with pytest.raises(ollm.OllmError) as caught:
+            await read()
+        assert got == [b'{"a": 1}', b'{"b": 2}']
+        assert caught.value.code in ("BAD_RESPONSE", "STREAM_INTERRUPTED")
+        if stack == "builtin":
+            assert caught.value.code == "BAD_RESPONSE"
+            assert "not valid HTTP (Invalid character in chunk size)" in caught.value.message
+        await http.aclose()
+
+
 async def test_chunk_sizes_followed_by_spaces_are_read() -> None:
     """Some servers pad the chunk size ("5  " then CRLF): llhttp is told to allow it."""
     padded = b"5  \r\nhello\r\n0  \r\n\r\n"

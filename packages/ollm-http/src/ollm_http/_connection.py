@@ -47,6 +47,7 @@ class Connection:
         "_body",
         "_closed",
         "_complete",
+        "_error",
         "_head_size",
         "_headers",
         "_headers_done",
@@ -82,6 +83,7 @@ class Connection:
         self._version = "1.1"
         self._body: deque[bytes] = deque()
         self._head_size = 0
+        self._error: BadHTTPError | None = None
         self.received_any = False
 
     # -- llhttp's callbacks --------------------------------------------------------
@@ -162,6 +164,11 @@ class Connection:
                 # Bytes after the reply ended: it is whole, but the connection is not clean.
                 self._keep_alive = False
                 return
+            if self._headers_done:
+                # The body llhttp gave before the bad bytes (whole chunks) is the reply's:
+                # it is read first, then the error (as h11 does).
+                self._error = BadHTTPError(f"{exc}")
+                return
             raise BadHTTPError(f"{exc}") from None
         if not self._headers_done and self._head_size > MAX_HEAD:
             raise BadHTTPError(f"the reply's head is longer than {MAX_HEAD} bytes")
@@ -212,6 +219,8 @@ class Connection:
                 return joined
             if self._complete:
                 return None
+            if self._error is not None:
+                raise self._error
             data = await self._receive(timeout)
             if not data:
                 if self._ends_at_close():
