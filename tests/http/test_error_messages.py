@@ -278,13 +278,23 @@ CASES: list[tuple[str, BaseException, ErrorContext, Timeouts | None, type, str]]
         "and look at its log. Check OLLAMA_HOST.",
     ),
     (
-        "anything else",
+        "a body that cannot be decoded",
         httpx.DecodingError("incorrect header check"),
         FULL,
         None,
+        ollm.BadResponseError,
+        f"Ollama at {URL} sent a reply ollm cannot read: its compressed data is corrupt "
+        "(DecodingError: incorrect header check). Try again; if it keeps happening, check the "
+        "server and any proxy between them.",
+    ),
+    (
+        "anything else",
+        httpx.LocalProtocolError("Illegal header value"),
+        FULL,
+        None,
         ollm.ProviderError,
-        f"Talking to Ollama at {URL} failed: DecodingError: incorrect header check. Try again; "
-        "if it keeps happening, check the server.",
+        f"Talking to Ollama at {URL} failed: LocalProtocolError: Illegal header value. Try "
+        "again; if it keeps happening, check the server.",
     ),
 ]
 

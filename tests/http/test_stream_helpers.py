@@ -1,6 +1,6 @@
 """The helpers a provider's chat stream is built from, each on its own.
 
-``body_reader`` (the transport's bytes, or httpx's for a compressed or read body),
+``body_reader`` (the transport's bytes, decoded when compressed, or a body already read),
 ``abort_shuts_socket`` (an abort ends a pending read; its remover undoes that), ``drain``
 (the body's end read so the connection is reused; bounded; shielded), ``close_response``
 (shielded, never raises), ``failure_event`` (the event that ends a failed stream) and
@@ -134,7 +134,7 @@ async def test_body_reader_reads_the_transports_own_stream_to_its_end() -> None:
         await http.aclose()
 
 
-async def test_body_reader_decodes_a_compressed_body_through_httpx() -> None:
+async def test_body_reader_decodes_a_compressed_body() -> None:
     packed = gzip.compress(b"hello, compressed world")
     answer = ok(packed, extra=b"Content-Encoding: GZip\r\n")
     async with raw_server([answer]) as server:

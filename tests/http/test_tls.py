@@ -1,4 +1,5 @@
-"""https through ollm's transport: certificates, SSL_CERT_FILE, redirects from http."""
+"""https through ollm's transport: certificates, SSL_CERT_FILE, redirects from http, and
+timeouts over TLS (a handshake that never ends, silence before the reply's head)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from raw_http import ok, raw_server, tls_server_context
+from raw_http import HANG, ok, raw_server, tls_server_context
 
 import ollm
-from ollm_http import HTTPClient, HTTPConfig
+from ollm_http import ErrorContext, HTTPClient, HTTPConfig, Timeouts
 
 pytestmark = [
     pytest.mark.anyio,
@@ -53,3 +54,50 @@ async def test_a_redirect_from_http_to_https_is_followed(certificate: tuple[Path
             assert (await http.request("GET", "/api")).content == b"secure"
             await http.aclose()
         assert secure.paths() == ["/api"]
+
+
+CONTEXT = ErrorContext(
+    provider="Ollama",
+    code_name="ollama",
+    url_setting="OLLAMA_HOST",
+    timeout_setting="OLLAMA_TIMEOUT",
+    connect_timeout_setting="OLLAMA_CONNECT_TIMEOUT",
+    read_timeout_hint="loading a large model can take minutes: raise OLLAMA_TIMEOUT",
+)
+
+
+async def timed_out(url: str, stack: str, **settings: object) -> str:
+    """The message of the timeout a chat request to ``url`` ends with."""
+    http = HTTPClient(
+        HTTPConfig(url, context=CONTEXT, **settings),  # type: ignore[arg-type]
+        stack=stack,  # type: ignore[arg-type]
+    )
+    with pytest.raises(ollm.RequestTimeoutError) as caught:
+        await http.request("POST", "/api/chat", json={})
+    await http.aclose()
+    return caught.value.message
+
+
+@pytest.mark.parametrize("stack", ["builtin", "httpx"])
+async def test_a_handshake_that_never_ends_is_a_connect_timeout(stack: str) -> None:
+    async with raw_server([HANG]) as silent:  # takes the connection, never answers TLS
+        url = silent.url.replace("http://", "https://")
+        assert await timed_out(url, stack, timeouts=Timeouts(connect=0.2)) == (
+            f"Connecting to Ollama at {url} took longer than 0.2 s. Check that the server is "
+            "up and reachable or raise OLLAMA_CONNECT_TIMEOUT."
+        )
+
+
+@pytest.mark.parametrize("stack", ["builtin", "httpx"])
+async def test_silence_before_the_reply_over_tls_is_a_read_timeout(
+    stack: str, certificate: tuple[Path, Path]
+) -> None:
+    """Ollama behind https while a big model loads: the head comes late, or never."""
+    async with raw_server([HANG], tls=tls_server_context(certificate)) as loading:
+        message = await timed_out(
+            loading.url, stack, timeouts=Timeouts(read=0.2), verify=str(certificate[0])
+        )
+        assert message == (
+            f"Ollama at {loading.url} sent nothing for 0.2 s. Loading a large model can take "
+            "minutes: raise OLLAMA_TIMEOUT."
+        )

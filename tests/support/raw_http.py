@@ -75,9 +75,14 @@ async def _read_request(stream: anyio.abc.ByteStream, buffer: bytearray) -> byte
 
 @asynccontextmanager
 async def raw_server(
-    answers: Sequence[Answer], *, tls: ssl.SSLContext | None = None, host: str = "127.0.0.1"
+    answers: Sequence[Answer],
+    *,
+    tls: ssl.SSLContext | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
 ) -> AsyncIterator[RawServer]:
-    """Serve ``answers`` in order, over any number of connections, on ``host``."""
+    """Serve ``answers`` in order, over any number of connections, on ``host`` (and
+    ``port``, a free one by default)."""
     queue = list(answers)
     server = RawServer(scheme="https" if tls else "http", host=host)
 
@@ -116,7 +121,7 @@ async def raw_server(
             server.open_now -= 1
 
     listener: anyio.abc.Listener[anyio.abc.ByteStream] = await anyio.create_tcp_listener(
-        local_host=host
+        local_host=host, local_port=port
     )
     server.port = listener.extra(anyio.abc.SocketAttribute.local_port)
     if tls is not None:

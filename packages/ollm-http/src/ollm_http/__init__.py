@@ -2,13 +2,16 @@
 
 - ``HTTPClient`` and ``HTTPConfig``: one server, a connection pool per event loop,
   requests whose failures are ``OllmError`` with stable codes, worded for the provider
-  (``ErrorContext``).
+  (``ErrorContext``); redirects that never carry a secret header (``is_secret_header``)
+  or a request's body to another server (``same_site``, ``RedirectRefusedError``), and
+  no credentials in any message or ``repr()`` (``without_userinfo``).
 - ``HTTPTransport``: the transport under it, for ``httpx.AsyncClient``: HTTP/1.1 parsed
   by llhttp (httptools), pooled connections with a limit per server, plain and TLS,
   on asyncio and trio.
 - ``Reply.lines()`` (NDJSON) and ``Reply.sse()`` (Server-Sent Events), bounded in
   memory; ``LineSplitter`` and ``EventSplitter`` for bytes from elsewhere.
-- ``body_reader``, ``abort_shuts_socket``, ``drain``, ``close_response`` and
+- ``body_reader`` (gzip and deflate decoded in bounded pieces, ``BodyDecodingError``
+  for anything else), ``abort_shuts_socket``, ``drain``, ``close_response`` and
   ``failure_event``: a streamed reply read on the hot path, stopped at once by an abort,
   ended cleanly, or ended with the right event when it fails; ``check_health``.
 - ``check_base_url``, ``seconds_setting`` and ``is_loopback``: a provider's address and
@@ -24,12 +27,22 @@
 Nothing here is a plugin: providers import it.
 """
 
+from ollm_http._body import BodyDecodingError
 from ollm_http._client import HTTPClient, Reply
-from ollm_http._config import ErrorContext, HTTPConfig, Limits, Timeouts, check_header
-from ollm_http._errors import describe, error_from_exception, excerpt
+from ollm_http._config import (
+    ErrorContext,
+    HTTPConfig,
+    Limits,
+    Timeouts,
+    check_header,
+    is_secret_header,
+    without_userinfo,
+)
+from ollm_http._errors import RedirectRefusedError, describe, error_from_exception, excerpt
 from ollm_http._lines import EventSplitter, LineSplitter, LineTooLongError, ServerSentEvent
 from ollm_http._options import encode_body, option_number, stop_sequences
 from ollm_http._provider import Adjust, FrameStream, Framing, HTTPProvider, decode_json
+from ollm_http._redirects import MAX_REDIRECTS, same_site
 from ollm_http._retry import (
     DEFAULT_RETRY,
     NO_RETRY,
@@ -62,8 +75,10 @@ from ollm_http._version import __version__
 
 __all__ = [
     "DEFAULT_RETRY",
+    "MAX_REDIRECTS",
     "NO_RETRY",
     "Adjust",
+    "BodyDecodingError",
     "BodyRead",
     "ErrorContext",
     "EventSplitter",
@@ -76,6 +91,7 @@ __all__ = [
     "Limits",
     "LineSplitter",
     "LineTooLongError",
+    "RedirectRefusedError",
     "Reply",
     "RetryPolicy",
     "ServerSentEvent",
@@ -99,11 +115,14 @@ __all__ = [
     "failure_event",
     "is_loopback",
     "is_rate_limited",
+    "is_secret_header",
     "option_number",
     "retry_after_seconds",
+    "same_site",
     "seconds_setting",
     "secret_setting",
     "stack_setting",
     "stop_sequences",
     "with_retries",
+    "without_userinfo",
 ]

@@ -15,9 +15,17 @@ import httpx
 import msgspec
 
 from ollm.errors import OllmError
-from ollm_http._config import HTTPConfig, Timeouts, check_header, split_credentials
+from ollm_http._body import body_reader
+from ollm_http._config import (
+    HTTPConfig,
+    Timeouts,
+    check_header,
+    split_credentials,
+    without_userinfo,
+)
 from ollm_http._errors import error_from_exception
 from ollm_http._lines import EventSplitter, LineSplitter, ServerSentEvent
+from ollm_http._redirects import GuardedClient
 
 __all__ = ["HTTPClient", "Reply"]
 
@@ -29,6 +37,8 @@ Stack = Literal["builtin", "httpx"]
 class Reply:
     """A reply: its status and headers at once, its body read or streamed on demand.
 
+    The body is decoded (gzip, deflate; see ``body_reader``) whatever the transport,
+    and a body already in memory (``httpx.MockTransport``) is read from there.
     Failures while reading raise ``OllmError`` (``STREAM_INTERRUPTED``, ``TIMEOUT``,
     ``BAD_RESPONSE``...), never httpx's exceptions.
     """
@@ -66,13 +76,26 @@ class Reply:
         return self._content
 
     def json(self, kind: Any = Any) -> Any:
-        """The body decoded as JSON (as ``kind`` if given); ``msgspec.DecodeError`` if not."""
-        return msgspec.json.decode(self.content, type=kind)
+        """The body decoded as JSON (as ``kind`` if given).
+
+        ``msgspec.DecodeError`` if it is not JSON, including JSON nested deeper than
+        msgspec goes (about 1,000 levels); ``msgspec.ValidationError`` if it is not a
+        ``kind``.
+        """
+        try:
+            return msgspec.json.decode(self.content, type=kind)
+        except RecursionError:
+            raise msgspec.DecodeError("JSON is malformed: nested too deeply") from None
 
     async def blocks(self) -> AsyncIterator[bytes]:
-        """The body as the blocks that arrive (any size, never empty)."""
+        """The body, decoded, as the blocks that arrive (any size, never empty)."""
         try:
-            async for block in self.response.aiter_raw():
+            reads = body_reader(self.response, limits=self._client.config.limits)
+            while True:
+                try:
+                    block = await reads()
+                except StopAsyncIteration:
+                    return
                 if block:
                     yield block
         except httpx.HTTPError as exc:
@@ -105,6 +128,13 @@ class Reply:
             except Exception:
                 log.debug("closing a reply failed", exc_info=True)
 
+    def __repr__(self) -> str:
+        try:
+            request = self.response.request
+        except RuntimeError:  # a response built by hand has no request
+            return f"<Reply {self.status}>"
+        return f"<Reply {self.status} to {request.method} {without_userinfo(str(request.url))}>"
+
 
 class HTTPClient:
     """Requests to one server, with a connection pool per event loop.
@@ -135,11 +165,18 @@ class HTTPClient:
         self._stack = stack
         self._transport = transport
         self._headers = dict(config.headers)
-        if authorization and not any(k.lower() == "authorization" for k in self._headers):
+        given = {name.lower() for name in self._headers}
+        if "accept-encoding" not in given:
+            # What body_reader decodes, whatever httpx would offer with brotli installed.
+            self._headers["Accept-Encoding"] = "gzip, deflate"
+        if authorization and "authorization" not in given:
             self._headers["Authorization"] = authorization
         self._client: httpx.AsyncClient | None = None
         self._loop: object = None
         self._urls: dict[str, httpx.URL] = {}
+
+    def __repr__(self) -> str:
+        return f"HTTPClient({self.base_url!r}, stack={self._stack!r})"
 
     def client(self) -> httpx.AsyncClient:
         """The httpx client (and its pool) of the running event loop."""
@@ -161,7 +198,9 @@ class HTTPClient:
             if transport is not None and config.trust_env:
                 # Servers behind a proxy from the environment go through httpx's stack.
                 mounts = _proxy_mounts(config)
-        return httpx.AsyncClient(
+        return GuardedClient(
+            is_secret=config.is_secret,
+            body_limits=config.limits,
             headers=self._headers,
             timeout=httpx.Timeout(**config.timeouts.as_httpx()),
             transport=transport,

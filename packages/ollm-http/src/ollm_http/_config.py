@@ -5,13 +5,22 @@ from __future__ import annotations
 import base64
 import math
 import ssl
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ollm.errors import InvalidRequestError
 
-__all__ = ["ErrorContext", "HTTPConfig", "Limits", "Timeouts", "check_header", "split_credentials"]
+__all__ = [
+    "ErrorContext",
+    "HTTPConfig",
+    "Limits",
+    "Timeouts",
+    "check_header",
+    "is_secret_header",
+    "split_credentials",
+    "without_userinfo",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +67,17 @@ class Limits:
     further requests wait (up to the pool timeout); at most ``max_idle`` kept alive
     between requests, each for ``keepalive_expiry`` seconds. ``max_line`` bounds one
     NDJSON line or one SSE event, so an endless line fails fast in bounded memory.
+
+    ``max_ratio`` bounds a compressed body (gzip, deflate): past its first MiB, it may
+    not decode to more than ``max_ratio`` bytes per compressed byte received (real
+    JSON and event streams stay far below 100; a "zip bomb" is near 1,000).
     """
 
     max_connections: int = 100
     max_idle: int = 20
     keepalive_expiry: float = 5.0
     max_line: int = 8 * 1024 * 1024
+    max_ratio: int = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +100,7 @@ class ErrorContext:
     read_timeout_hint: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class HTTPConfig:
     """One server: its base URL, default headers, timeouts, limits and TLS settings.
 
@@ -96,6 +110,12 @@ class HTTPConfig:
     authorities), ``False``, the path of a CA bundle, or an ``ssl.SSLContext``.
     ``trust_env`` lets ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``/``NO_PROXY``
     apply; a proxied server is reached through httpx's own stack.
+
+    ``secret_headers`` names headers (any case) that carry credentials, beyond those
+    ``is_secret_header`` always counts as secret: no secret header follows a redirect
+    to another server, and ``repr()`` hides their values (and the URL's credentials).
+    ``follow_redirects`` follows at most ``MAX_REDIRECTS`` redirects; one to another
+    server is followed only by a GET or HEAD (see the README's redirect rules).
     """
 
     base_url: str
@@ -106,10 +126,47 @@ class HTTPConfig:
     trust_env: bool = True
     follow_redirects: bool = True
     context: ErrorContext = field(default_factory=ErrorContext)
+    secret_headers: Collection[str] = ()
 
     def __post_init__(self) -> None:
         for name, value in self.headers.items():
             check_header(name, value, self.context)
+
+    def is_secret(self, name: str) -> bool:
+        """Whether the header ``name`` carries a credential (built in, or configured)."""
+        return is_secret_header(name) or name.lower() in {s.lower() for s in self.secret_headers}
+
+    def __repr__(self) -> str:
+        headers = {
+            name: "<secret>" if self.is_secret(name) else value
+            for name, value in self.headers.items()
+        }
+        return (
+            f"HTTPConfig(base_url={without_userinfo(self.base_url)!r}, headers={headers!r}, "
+            f"timeouts={self.timeouts!r}, limits={self.limits!r}, verify={self.verify!r}, "
+            f"trust_env={self.trust_env!r}, follow_redirects={self.follow_redirects!r}, "
+            f"context={self.context!r}, secret_headers={tuple(self.secret_headers)!r})"
+        )
+
+
+# Headers that carry credentials by name, and words that make any header one.
+_SECRET_NAMES = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "x-goog-api-key", "api-key", "x-api-key"}
+)
+_SECRET_WORDS = ("key", "token", "secret", "auth", "cookie", "password", "credential", "session")
+
+
+def is_secret_header(name: str) -> bool:
+    """Whether a header carries a credential, whatever a provider configured.
+
+    ``Authorization``, ``Proxy-Authorization``, ``Cookie``, ``x-goog-api-key``,
+    ``api-key``, ``x-api-key``, and any name holding "key", "token", "secret",
+    "auth", "cookie", "password", "credential" or "session" (``X-Auth-Token``,
+    ``Ocp-Apim-Subscription-Key``). Their values never leave for another server on a
+    redirect and never appear in a ``repr()``.
+    """
+    lowered = name.lower()
+    return lowered in _SECRET_NAMES or any(word in lowered for word in _SECRET_WORDS)
 
 
 _FORBIDDEN = frozenset("\r\n\0")
@@ -146,11 +203,14 @@ def split_credentials(url: str) -> tuple[str, str | None]:
         return url, None
     if parts.username is None and parts.password is None:
         return url, None
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    # The host and port as written (a port out of range is refused later, in words).
+    netloc = parts.netloc.rpartition("@")[2]
     user = unquote(parts.username or "")
     password = unquote(parts.password or "")
     token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
     return urlunsplit(parts._replace(netloc=netloc)), f"Basic {token}"
+
+
+def without_userinfo(url: str) -> str:
+    """``url`` without its ``user:password@`` (for messages and reprs)."""
+    return split_credentials(url)[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 from typing import Any
@@ -18,16 +19,44 @@ from ollm.errors import (
     StreamInterruptedError,
     TLSError,
 )
-from ollm_http._config import ErrorContext, Timeouts
+from ollm_http._body import BodyDecodingError
+from ollm_http._config import ErrorContext, Timeouts, without_userinfo
 from ollm_http._connection import BadHTTPError
 
-__all__ = ["describe", "error_from_exception", "excerpt"]
+__all__ = ["RedirectRefusedError", "describe", "error_from_exception", "excerpt"]
+
+
+class RedirectRefusedError(httpx.HTTPError):
+    """A redirect ollm does not follow: a request with a body, or a method other than
+    GET and HEAD, sent on to another server (``error_from_exception`` words it)."""
+
+    def __init__(self, method: str, source: httpx.URL, target: httpx.URL) -> None:
+        self.method = method
+        self.source = without_userinfo(str(source))
+        self.target = without_userinfo(str(target))
+        super().__init__(f"{method} {self.source} was redirected to {self.target}")
 
 
 def describe(exc: BaseException) -> str:
     """``Type: message`` of an exception, for the end of an error message."""
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# ``scheme://user:password@``: what a URL in an exception's text may carry.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s]*@")
+
+
+def _without_credentials(text: str) -> str:
+    return _USERINFO.sub(r"\1", text)
+
+
+def _is_tls_failure(exc: BaseException) -> bool:
+    # "Want read/write" is TLS waiting for bytes, not a failure: a timeout or a
+    # cancellation inside a TLS read carries it as its context.
+    return isinstance(exc, ssl.SSLError) and not isinstance(
+        exc, (ssl.SSLWantReadError, ssl.SSLWantWriteError)
+    )
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -65,18 +94,22 @@ def error_from_exception(
 
     ``streaming`` says whether part of a reply was already given to the caller: a
     break then is ``STREAM_INTERRUPTED`` (the partial reply is kept by the runtime).
+    No message shows credentials: ``url`` and any URL in an exception's text lose
+    their ``user:password@``.
     """
     if isinstance(exc, OllmError):
         return exc
+    url = without_userinfo(url)
     who = f"{context.provider} at {url}"
     common: dict[str, Any] = {"provider": context.code_name, "model": model}
-    detail = describe(exc)
+    detail = _without_credentials(describe(exc))
     timeouts = timeouts or Timeouts()
     chain = _chain(exc)
-    tls = next((e for e in chain if isinstance(e, ssl.SSLError)), None)
-    # Once part of the reply was given, the handshake is long done: a TLS failure then
-    # (a corrupt record) is a broken stream, worded and coded as one below.
-    if tls is not None and not streaming:
+    tls = next((e for e in chain if _is_tls_failure(e)), None)
+    # A timeout is a timeout, over TLS too (a handshake that never ends, a silence
+    # before the reply); once part of the reply was given, the handshake is long done:
+    # a TLS failure then (a corrupt record) is a broken stream, worded below.
+    if tls is not None and not streaming and not isinstance(exc, httpx.TimeoutException):
         certificate = isinstance(tls, ssl.SSLCertVerificationError)
         step = (
             "If the server uses a private certificate authority, point SSL_CERT_FILE at its "
@@ -85,7 +118,28 @@ def error_from_exception(
             else "Check that the address uses https only if the server speaks TLS there."
         )
         what = "certificate could not be verified" if certificate else "TLS handshake failed"
-        return TLSError(f"The {what} for {who} ({describe(tls)}). {step}", **common)
+        reason = _without_credentials(describe(tls))
+        return TLSError(f"The {what} for {who} ({reason}). {step}", **common)
+    if isinstance(exc, RedirectRefusedError):
+        where = (
+            f"set {context.url_setting} to that address"
+            if context.url_setting
+            else "use that address"
+        )
+        return BadResponseError(
+            f"{who} redirected {exc.method} {exc.source} to {exc.target}, another server. "
+            "ollm does not send a request's body (a conversation) or its credentials on to "
+            f"another server. If the server has moved there, {where}.",
+            **common,
+        )
+    if isinstance(exc, httpx.DecodingError):
+        said = (
+            _without_credentials(str(exc))
+            if isinstance(exc, BodyDecodingError)
+            else f"its compressed data is corrupt ({detail}). Try again; if it keeps happening, "
+            "check the server and any proxy between them"
+        )
+        return BadResponseError(f"{who} sent a reply ollm cannot read: {said}.", **common)
     if isinstance(exc, httpx.ConnectTimeout):
         seconds = timeouts.connect
         raise_it = (

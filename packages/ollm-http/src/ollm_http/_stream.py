@@ -1,7 +1,8 @@
 """Reading a streamed reply on the hot path, stopping it at once, and ending it cleanly;
 the end of a stream that failed, and a provider's health check.
 
-A provider's chat stream reads the transport's own byte stream (no httpx layer on top),
+A provider's chat stream reads the transport's own byte stream (no httpx layer on top;
+``body_reader`` decodes a compressed one in bounded pieces),
 lets an abort signal shut the socket (one callback per stream instead of a cancel scope
 per read, which costs more than decoding a line), reads the few bytes after the last
 event so the connection goes back to the pool, and closes the reply even while its task
@@ -23,6 +24,7 @@ import httpx
 
 from ollm.errors import ErrorCode, OllmError
 from ollm.types import AbortSignal, ErrorEvent, FinishEvent, HealthStatus, ProviderEvent
+from ollm_http._body import BodyRead, body_reader
 
 __all__ = [
     "BodyRead",
@@ -36,29 +38,8 @@ __all__ = [
 
 log = logging.getLogger("ollm_http")
 
-BodyRead = Callable[[], Awaitable[bytes]]
-"""The next block of a body; raises ``StopAsyncIteration`` at its end."""
-
 # How long to wait for the body's end after the last event (it normally comes at once).
 DRAIN_SECONDS = 0.5
-
-
-def body_reader(response: httpx.Response) -> BodyRead:
-    """The next read of the body (raises ``StopAsyncIteration`` at its end).
-
-    The transport's own stream, with no layer of httpx's on top: the bytes as they
-    came, and the connection stays this stream's until the response is closed. A
-    compressed body (from a proxy) or one already in memory goes through httpx.
-    """
-    encoding = response.headers.get("content-encoding", "identity").lower()
-    stream = response.stream
-    if (
-        encoding == "identity"
-        and not response.is_stream_consumed
-        and isinstance(stream, httpx.AsyncByteStream)
-    ):
-        return stream.__aiter__().__anext__
-    return response.aiter_bytes().__anext__
 
 
 def abort_shuts_socket(response: httpx.Response, abort: AbortSignal) -> Callable[[], None] | None:
