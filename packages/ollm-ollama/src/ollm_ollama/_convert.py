@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
 
 from ollm.errors import BadResponseError, InvalidRequestError
+from ollm.kit import new_call_id
 from ollm.types import (
     GenerationOptions,
     ImagePart,
@@ -47,7 +47,6 @@ __all__ = [
     "guess_image_type",
     "message_from_wire",
     "message_to_wire",
-    "new_call_id",
     "options_to_wire",
     "parse_parameters",
     "tool_call_from_chunk",
@@ -174,11 +173,6 @@ def tools_for_choice(tools: Sequence[ToolSchema], choice: str) -> Sequence[ToolS
         log.warning("tool_choice %r names none of the tools offered; offering all", choice)
         return tools
     return chosen
-
-
-def new_call_id() -> str:
-    """An id for a tool call that came without one (servers before v0.12.10)."""
-    return f"call_{secrets.token_hex(6)}"
 
 
 def tool_call_from_chunk(call: ChunkToolCall) -> ToolCall:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +18,7 @@ import msgspec
 
 from ollm import encode_json
 from ollm.errors import InvalidRequestError
+from ollm.kit import new_call_id
 from ollm.types import (
     ImagePart,
     Message,
@@ -35,18 +35,12 @@ __all__ = [
     "ToolCallAssembler",
     "build_body",
     "message_to_openai",
-    "new_call_id",
     "tool_to_openai",
 ]
 
 _encode = msgspec.json.Encoder().encode
 
 _REASONING_EFFORTS = ("minimal", "low", "medium", "high")
-
-
-def new_call_id() -> str:
-    """An id for a tool call that came without one."""
-    return f"call_{secrets.token_hex(12)}"
 
 
 # -- messages --------------------------------------------------------------------------
