@@ -25,10 +25,8 @@ from ollm.cli.render import EventRenderer
 from ollm.cli.terminal import Terminal
 from ollm.cli.toolsets import load_toolsets
 from ollm.errors import (
-    ConnectionFailedError,
     InvalidRequestError,
     OllmError,
-    RequestTimeoutError,
 )
 from ollm.registries import Registries
 from ollm.runtime.client import ChatClient, ChatStream
@@ -256,15 +254,16 @@ def _check_model(
         return
     hint = ""
     if isinstance(provider, ModelManagement):
+        names: list[str] | None
         try:
             names = [m.name for m in portal.call(provider.list_models)]
-        except (ConnectionFailedError, RequestTimeoutError):
-            raise  # the server is down: that is the first thing to fix
+        except OllmError:
+            raise  # the server is down or failing: that is the first thing to fix
         except Exception:
-            names = []
+            names = None  # nothing known, so nothing said
         if names:
             hint = f" Your models: {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}."
-        else:
+        elif names is not None:
             hint = " You have none yet: ollm models pull llama3.2"
     raise InvalidRequestError(
         f"no model chosen. Pass -m MODEL, or set OLLM_MODEL.{hint}", provider=provider.name
