@@ -246,7 +246,7 @@ CASES: list[tuple[str, BaseException, ErrorContext, Timeouts | None, type, str]]
         FULL,
         None,
         ollm.InvalidRequestError,
-        f"{URL} is not a usable address for Ollama (UnsupportedProtocol: Request URL has an "
+        f"The address {URL} is not usable for Ollama (UnsupportedProtocol: Request URL has an "
         "unsupported protocol 'ftp://'.). Check OLLAMA_HOST.",
     ),
     (
@@ -255,7 +255,7 @@ CASES: list[tuple[str, BaseException, ErrorContext, Timeouts | None, type, str]]
         BARE,
         None,
         ollm.InvalidRequestError,
-        f"{URL} is not a usable address for Test (InvalidURL: Invalid port: 'x'). Check the "
+        f"The address {URL} is not usable for Test (InvalidURL: Invalid port: 'x'). Check the "
         "server's address.",
     ),
     (

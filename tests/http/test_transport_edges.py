@@ -325,7 +325,7 @@ async def test_an_address_no_request_can_go_to_is_refused_in_words(
     with pytest.raises(ollm.InvalidRequestError) as caught:
         await http.request("GET", "/")
     assert caught.value.message == (
-        f"{shown} is not a usable address for Test ({why}). Check TEST_HOST."
+        f"The address {shown} is not usable for Test ({why}). Check TEST_HOST."
     )
 
 

@@ -11,10 +11,12 @@ ollm-http part of this promise is tests/http/test_secrets.py; the command line's
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from leaks import assert_not_shown, error_texts, logged, secrets
@@ -88,6 +90,10 @@ def on_chat(name: str, answer: bytes | str | tuple[bytes, str]) -> Callable[[byt
 Scenario = Callable[[str, str, list[str]], Awaitable[None]]
 
 
+class Said(str):
+    """A message as the user reads it (beside the reprs and tracebacks in ``shown``)."""
+
+
 async def attempt(provider: HTTPProvider, shown: list[str]) -> None:
     """A chat and a model list that fail; what they show goes to ``shown``."""
     shown += [repr(provider), repr(getattr(provider, "config", None))]
@@ -95,11 +101,13 @@ async def attempt(provider: HTTPProvider, shown: list[str]) -> None:
     async with provider:
         events = [event async for event in provider.chat_stream(request)]  # type: ignore[attr-defined]
         shown += [repr(event) for event in events]
-        assert any(isinstance(e, ollm.ErrorEvent) for e in events), events
+        errors = [e for e in events if isinstance(e, ollm.ErrorEvent)]
+        assert errors, events
+        shown += [Said(e.message) for e in errors]
         try:
             await provider.list_models()  # type: ignore[attr-defined]
         except ollm.OllmError as exc:
-            shown += error_texts(exc)
+            shown += [*error_texts(exc), Said(exc.message)]
 
 
 async def scripted(name: str, secret: str, shown: list[str], answer: Any) -> None:
@@ -187,3 +195,37 @@ def test_every_scenario_runs_for_every_provider() -> None:
             with logged(*LOGGERS) as lines:
                 anyio.run(scenario, name, "s3cr3t-0123456789abcdef", shown)
             assert_not_shown("s3cr3t-0123456789abcdef", [*shown, *lines])
+
+
+_DOUBLE_STOP = re.compile(r"(?<!\.)\.\.(?!\.)|[!?]\.")
+_CAPITAL_INSIDE = re.compile(r"\b(?:to|at|of|from|for|with|by) The\b")
+
+
+@pytest.mark.parametrize("name", ["ollama", "openai", "gemini"])
+def test_every_failure_reads_as_a_person_would_write_it(name: str) -> None:
+    # A server's words end with their own "!" or "."; ollm's sentences go on after them.
+    said: list[str] = []
+    for scenario in [*SCENARIOS, sorry]:
+        shown: list[str] = []
+        anyio.run(scenario, name, "s3cr3t-0123456789abcdef", shown)
+        said += [text for text in shown if isinstance(text, Said)]
+    assert len(said) >= len(SCENARIOS)
+    for message in said:
+        assert message[0].isupper() or message[0] in "'\"", message
+        assert not _DOUBLE_STOP.search(message), message
+        assert not _CAPITAL_INSIDE.search(message), message
+
+
+async def sorry(name: str, secret: str, shown: list[str]) -> None:
+    """A server that fails in the middle of a reply, in words that end with "!"."""
+    error = {"error": {"message": "Sorry about that!", "code": 500}}
+    if name == "ollama":
+        body = json.dumps({"error": "Sorry about that!"}).encode() + b"\n"
+    else:
+        body = b"data: " + json.dumps(error).encode() + b"\n\n"
+    await scripted(
+        name,
+        secret,
+        shown,
+        status(200, {}).replace(b"2\r\n\r\n{}", b"%d\r\n\r\n%s" % (len(body), body)),
+    )

@@ -64,9 +64,17 @@ def new_call_id() -> str:
 
 
 def quote(text: str, limit: int = QUOTE_LIMIT) -> str:
-    """``text`` (a server's message) stripped, and cut at ``limit`` characters with ``...``."""
+    """``text`` (a server's message) stripped, and cut at ``limit`` characters with ``...``.
+
+    Its own last full stop, ``!`` or ``?`` goes, so that it reads well inside a sentence
+    of ollm's ("... failed: Sorry about that. Try again.", never "that!. Try").
+    """
     text = text.strip()
-    return text if len(text) <= limit else text[:limit] + "..."
+    if len(text) > limit:
+        return text[:limit] + "..."
+    if text.endswith((".", "!", "?")) and not text.endswith("..."):
+        text = text.rstrip(".!?").rstrip()
+    return text
 
 
 def excerpt(data: bytes | str, limit: int = 200) -> str:

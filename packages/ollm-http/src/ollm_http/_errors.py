@@ -101,6 +101,9 @@ def error_from_exception(
         return exc
     url = without_userinfo(url)
     who = f"{context.provider} at {url}"
+    # The provider's name may start lower-case ("the Gemini API"): so does ``who``, and
+    # ``subject`` starts a sentence.
+    subject = _capital(who)
     common: dict[str, Any] = {"provider": context.code_name, "model": model}
     detail = _without_credentials(describe(exc))
     timeouts = timeouts or Timeouts()
@@ -127,7 +130,7 @@ def error_from_exception(
             else "use that address"
         )
         return BadResponseError(
-            f"{who} redirected {exc.method} {exc.source} to {exc.target}, another server. "
+            f"{subject} redirected {exc.method} {exc.source} to {exc.target}, another server. "
             "ollm does not send a request's body (a conversation) or its credentials on to "
             f"another server. If the server has moved there, {where}.",
             **common,
@@ -139,7 +142,7 @@ def error_from_exception(
             else f"its compressed data is corrupt ({detail}). Try again; if it keeps happening, "
             "check the server and any proxy between them"
         )
-        return BadResponseError(f"{who} sent a reply ollm cannot read: {said}.", **common)
+        return BadResponseError(f"{subject} sent a reply ollm cannot read: {said}.", **common)
     if isinstance(exc, httpx.ConnectTimeout):
         seconds = timeouts.connect
         raise_it = (
@@ -160,7 +163,7 @@ def error_from_exception(
             else "raise the read timeout"
         )
         return RequestTimeoutError(
-            f"{who} sent nothing for {seconds:g} s. {hint[0].upper()}{hint[1:]}.", **common
+            f"{subject} sent nothing for {seconds:g} s. {hint[0].upper()}{hint[1:]}.", **common
         )
     if isinstance(exc, httpx.PoolTimeout):
         return RequestTimeoutError(
@@ -195,20 +198,21 @@ def error_from_exception(
         where = context.url_setting or "the address"
         start = context.start_hint or f"Start it, or check {where}."
         return ConnectionFailedError(
-            f"{context.provider} is not running at {url}. {start}", **common
+            f"{_capital(context.provider)} is not running at {url}. {start}", **common
         )
     if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
         return InvalidRequestError(
-            f"{url} is not a usable address for {context.provider} ({detail}). {_setting(context)}",
+            f"The address {url} is not usable for {context.provider} ({detail}). "
+            f"{_setting(context)}",
             **common,
         )
     if isinstance(exc, httpx.TooManyRedirects):
         return BadResponseError(
-            f"{who} redirected too many times ({detail}). {_setting(context)}", **common
+            f"{subject} redirected too many times ({detail}). {_setting(context)}", **common
         )
     if isinstance(exc, BadHTTPError):
         return BadResponseError(
-            f"{who} answered with something that is not valid HTTP ({exc}). Check that "
+            f"{subject} answered with something that is not valid HTTP ({exc}). Check that "
             f"{url} is the right server. {_setting(context)}",
             **common,
         )
@@ -220,7 +224,7 @@ def error_from_exception(
                 **common,
             )
         return ConnectionFailedError(
-            f"{who} closed the connection without answering ({detail}). Check that it is "
+            f"{subject} closed the connection without answering ({detail}). Check that it is "
             f"the right server and look at its log. {_setting(context)}",
             **common,
         )
@@ -228,6 +232,10 @@ def error_from_exception(
         f"Talking to {who} failed: {detail}. Try again; if it keeps happening, check the server.",
         **common,
     )
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def excerpt(data: bytes, limit: int = 200) -> str:

@@ -145,7 +145,8 @@ class HTTPProvider:
         """
         said = excerpt(body) if body.strip() else "an empty reply"
         return ProviderError(
-            f"{self.context.provider} at {self.url} answered {path} with HTTP {status}: {said}.",
+            f"{_capital(self.context.provider)} at {self.url} answered {path} with HTTP "
+            f"{status}: {said}.",
             provider=self.context.code_name,
             model=model,
             status=status,
@@ -256,7 +257,8 @@ class HTTPProvider:
             return decode_json(content, kind)
         except msgspec.DecodeError as exc:
             raise BadResponseError(
-                f"{self.context.provider} at {self.url} answered {path.partition('?')[0]} with "
+                f"{_capital(self.context.provider)} at {self.url} answered "
+                f"{path.partition('?')[0]} with "
                 f"something that is not {self.wire} ({exc}): {excerpt(content)}. "
                 f"{_check(self.context)}",
                 provider=self.context.code_name,
@@ -284,6 +286,10 @@ class HTTPProvider:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _check(context: ErrorContext) -> str:
@@ -433,7 +439,7 @@ class FrameStream:
         what = "a line" if self._framing == "ndjson" else "an event"
         provider = self.provider
         return ErrorEvent(
-            f"{provider.context.provider} at {provider.url} sent {what} that is not "
+            f"{_capital(provider.context.provider)} at {provider.url} sent {what} that is not "
             f"{provider.wire} ({reason}) in the reply from {self.model!r}: {excerpt(frame)}. "
             f"{_check(provider.context)}",
             ErrorCode.BAD_RESPONSE,

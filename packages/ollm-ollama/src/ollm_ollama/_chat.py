@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ollm.errors import BadResponseError, InvalidRequestError, OllmError, ProviderError
+from ollm.kit import quote
 from ollm.types import (
     ErrorEvent,
     FinishEvent,
@@ -157,7 +158,7 @@ def _events(
 def _stream_error(provider: OllamaProvider, model: str, value: object) -> ErrorEvent:
     text = describe_error_value(value) or "an unknown error"
     error = error_from_text(text, model=model) or ProviderError(
-        f"Ollama failed in the middle of the reply from {model!r}: {text}. Try again; if it "
+        f"Ollama failed in the middle of the reply from {model!r}: {quote(text)}. Try again; if it "
         "keeps happening, check the server's log (the output of ollama serve).",
         provider=PROVIDER,
         model=model,

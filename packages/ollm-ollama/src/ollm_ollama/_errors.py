@@ -120,8 +120,8 @@ def error_from_status(
                 **common,
             )
         return ProviderError(
-            f"{url}{path} does not exist ({said or 'HTTP 404'}). Check that {url} is an "
-            "Ollama server (OLLAMA_HOST) and that it is recent enough: update Ollama.",
+            f"The route {path} does not exist at {url} ({said or 'HTTP 404'}). Check that "
+            f"{url} is an Ollama server (OLLAMA_HOST) and that it is recent enough: update Ollama.",
             **common,
         )
     if status == 403 and not plain:
@@ -157,8 +157,8 @@ def error_from_status(
         )
     if status == 405:
         return ProviderError(
-            f"{url}{path} does not accept this request (HTTP 405: {said}). Check that "
-            f"{url} is an Ollama server and that it is up to date.",
+            f"The route {path} at {url} does not accept this request (HTTP 405: {said}). "
+            f"Check that {url} is an Ollama server and that it is up to date.",
             **common,
         )
     if status == 499:
