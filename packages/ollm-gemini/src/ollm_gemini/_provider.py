@@ -153,6 +153,7 @@ class GeminiProvider(HTTPProvider):
                 verify=config.verify,
                 trust_env=not config.loopback,
                 context=_context(config),
+                secret_headers=tuple(config.headers),  # a user's own headers may carry keys
             ),
             stack=config.http,
             transport=transport,

@@ -140,6 +140,7 @@ class OllamaProvider(HTTPProvider):
                 # A local server needs no proxy.
                 trust_env=not config.loopback,
                 context=CONTEXT,
+                secret_headers=tuple(config.headers),  # a user's own headers may carry keys
             ),
             stack=config.http,
             transport=transport,

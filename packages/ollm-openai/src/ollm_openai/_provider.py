@@ -181,6 +181,8 @@ class OpenAIProvider(HTTPProvider):
                 verify=config.verify,
                 trust_env=not config.loopback,
                 context=_context(config),
+                # Headers a user configures (a profile's api-key = ...) may carry keys.
+                secret_headers=tuple(config.headers),
             ),
             stack=config.http,
             transport=transport,
