@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from ollm.errors import InvalidRequestError
-from ollm.types.text import encode_json
+from ollm.types import encode_json
 
 __all__ = ["encode_body", "option_number", "stop_sequences"]
 

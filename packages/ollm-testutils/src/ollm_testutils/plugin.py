@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ollm.hookspecs import hookimpl
-from ollm.types.specs import ProviderSpec
+from ollm.types import ProviderSpec
 
 if TYPE_CHECKING:
-    from ollm.types.provider import ProviderAdapter
+    from ollm.types import ProviderAdapter
 
 __all__ = ["ollm_providers"]
 

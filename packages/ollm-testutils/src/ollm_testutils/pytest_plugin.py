@@ -77,7 +77,7 @@ def blocked_provider_plugins(config: pytest.Config) -> tuple[str, ...]:
     """The ollm plugins that contribute providers and are kept out of tests (cached)."""
     blocked = config.stash.get(_BLOCKED_KEY, None)
     if blocked is None:
-        from ollm.plugins import PluginSettings, discover
+        from ollm import PluginSettings, discover
 
         allowed = ALWAYS_ALLOWED | set(config.getini(INI_ALLOW))
         registries = discover(settings=PluginSettings())
@@ -92,6 +92,10 @@ def blocked_provider_plugins(config: pytest.Config) -> tuple[str, ...]:
     return blocked
 
 
+# The documented switch that keeps plugins out of discovery (see the README).
+ENV_BLOCK = "OLLM_BLOCK_PLUGINS"
+
+
 @pytest.fixture(autouse=True)
 def _ollm_keep_real_providers_out(request: pytest.FixtureRequest) -> Iterator[None]:
     """Block real provider plugins from ollm discovery for the test (see the module doc)."""
@@ -103,8 +107,6 @@ def _ollm_keep_real_providers_out(request: pytest.FixtureRequest) -> Iterator[No
     if not blocked:
         yield
         return
-    from ollm.plugins.settings import ENV_BLOCK
-
     current = os.environ.get(ENV_BLOCK, "")
     names = [name.strip() for name in current.split(",") if name.strip()]
     names.extend(name for name in blocked if name not in names)

@@ -3,6 +3,9 @@
 Only ``argparse`` and this package load before a command runs; each command imports what
 it needs (the runtime, a provider, a progress bar) when it is chosen, so ``ollm --help``
 starts at once and never imports an HTTP client.
+
+Internal: not part of ollm's public API (the ``ollm`` command is the interface, not
+these modules); its layout may change in any release.
 """
 
 from __future__ import annotations

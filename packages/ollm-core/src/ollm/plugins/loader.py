@@ -23,6 +23,9 @@ Name clashes are decided by a fixed rule, never by alphabetical luck:
   ``ollm plugins`` names the item, the plugin and distribution that kept it, and the
   variable that would choose this one instead. Under ``OLLM_STRICT_PLUGINS=1`` a clash
   is a ``PluginError``.
+
+Internal: not part of ollm's public API (behind ``ollm.discover``); its layout may
+change in any release.
 """
 
 from __future__ import annotations

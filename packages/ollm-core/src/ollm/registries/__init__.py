@@ -1,4 +1,8 @@
-"""Registries of providers, tools, token counters, tool-calling strategies and toolsets."""
+"""Registries of providers, tools, token counters, tool-calling strategies and toolsets.
+
+Internal: not part of ollm's public API (import its public names from ``ollm``:
+``ollm.ProviderRegistry``...); its layout may change in any release.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The chat runtime: turns, parallel tool calls, limits, cancellation, events."""
+"""The chat runtime: turns, parallel tool calls, limits, cancellation, events.
+
+Internal: not part of ollm's public API (import its public names from ``ollm``:
+``ollm.ChatClient``...); its layout may change in any release.
+"""
 
 from ollm.runtime.client import ChatClient, ChatResult, ChatStream, Prompt
 from ollm.runtime.conversation import Conversation

@@ -7,6 +7,9 @@ between events with one attribute read; waits that may block (tools, token count
 a provider that does not watch the signal itself) run under the signal's guard.
 Nothing is yielded inside a cancel scope or a task group, so the caller may stop
 iterating, cancel, or drop the iterator at any point.
+
+Internal: not part of ollm's public API (the chat loop behind ``ollm.ChatClient.chat``);
+its layout may change in any release.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ model), and then ReAct when it is installed. Each switch is announced with a not
 Native tool calling is ``recover`` when a plugin registers it (``ollm-react`` does) and
 the chat allows it (``recover_text_tool_calls``): the tools go to the provider as they
 are, and a call the model wrote as text instead is run as the call it is.
+
+Internal: not part of ollm's public API (a step of ``ollm.ChatClient.chat``); its layout
+may change in any release.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Run one turn's tool calls concurrently, each under its timeout."""
+"""Run one turn's tool calls concurrently, each under its timeout.
+
+Internal: not part of ollm's public API (a step of ``ollm.ChatClient.chat``); its layout
+may change in any release.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""A turn: one request to the provider, the reply it streams, and that reply's tool calls."""
+"""A turn: one request to the provider, the reply it streams, and that reply's tool calls.
+
+Internal: not part of ollm's public API (a step of ``ollm.ChatClient.chat``); its layout
+may change in any release.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """Tools from plain functions (schema from type hints, descriptions from docstrings), and
-toolsets: tool packs that are opened and closed."""
+toolsets: tool packs that are opened and closed.
+
+Internal: not part of ollm's public API (import its public names from ``ollm``:
+``ollm.tool``, ``ollm.Tool``...); its layout may change in any release.
+"""
 
 from ollm.tools.result import ToolResult
 from ollm.tools.tool import ArgumentsValidator, Tool, ToolContext, render_result, tool

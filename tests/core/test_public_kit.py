@@ -1,0 +1,129 @@
+"""ollm's own plugins use only what a third party has: the public modules of ollm.
+
+The public face is ``ollm`` itself, ``ollm.errors``, ``ollm.types``, ``ollm.hookspecs``,
+``ollm.logs`` and ``ollm.kit`` (the kit for plugin authors); everything else in core is
+internal and may change (``ollm.runtime``, ``ollm.cli``, ``ollm.plugins``...). A
+plugin that imports an internal module works until it silently does not: none of ollm's
+own does.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+import ollm
+import ollm.kit
+
+ROOT = Path(__file__).resolve().parents[2] / "packages"
+PLUGINS = (
+    "ollm-http",
+    "ollm-ollama",
+    "ollm-openai",
+    "ollm-gemini",
+    "ollm-react",
+    "ollm-mcp",
+    "ollm-testutils",
+)
+PUBLIC = {"ollm", "ollm.errors", "ollm.types", "ollm.hookspecs", "ollm.logs", "ollm.kit"}
+INTERNAL = (
+    "ollm.runtime",
+    "ollm.runtime.run",
+    "ollm.runtime.turn",
+    "ollm.runtime.tool_runner",
+    "ollm.runtime.selection",
+    "ollm.plugins",
+    "ollm.plugins.loader",
+    "ollm.cli",
+    "ollm.registries",
+    "ollm.tools",
+)
+
+
+def core_imports(path: Path) -> list[tuple[int, str]]:
+    """The ``ollm`` modules a file imports (its own package's are not core's)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found += [(node.lineno, n) for n in names if n == "ollm" or n.startswith("ollm.")]
+    return found
+
+
+@pytest.mark.parametrize("distribution", PLUGINS)
+def test_first_party_plugins_import_only_the_public_modules_of_ollm(distribution: str) -> None:
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}: {module}"
+        for path in sorted((ROOT / distribution / "src").rglob("*.py"))
+        for line, module in core_imports(path)
+        if module not in PUBLIC
+    ]
+    assert wrong == []
+
+
+def test_the_check_sees_an_internal_import(tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text("from ollm._lazy import lazy_exports\nimport ollm.runtime.run\n")
+    assert [m for _, m in core_imports(plugin)] == ["ollm._lazy", "ollm.runtime.run"]
+
+
+def test_the_kit_gives_what_the_first_party_plugins_use() -> None:
+    for name in ollm.kit.__all__:
+        assert getattr(ollm.kit, name) is not None
+        assert (getattr(ollm.kit, name).__doc__ or "").strip(), name
+
+
+@pytest.mark.parametrize("module", INTERNAL)
+def test_internal_modules_say_so(module: str) -> None:
+    doc = importlib.import_module(module).__doc__ or ""
+    assert "Internal:" in doc, f"{module} does not say it is internal"
+
+
+def test_the_error_tree_has_its_four_families() -> None:
+    families = {
+        ollm.TransportError: {"CONNECTION_FAILED", "TIMEOUT", "TLS_ERROR", "STREAM_INTERRUPTED"},
+        ollm.ServerError: {
+            "RATE_LIMITED",
+            "AUTH_FAILED",
+            "MODEL_NOT_FOUND",
+            "BAD_RESPONSE",
+            "CONTENT_BLOCKED",
+            "TOOLS_UNSUPPORTED",
+            "PROVIDER_ERROR",
+        },
+        ollm.ToolError: {
+            "TOOL_NOT_FOUND",
+            "INVALID_TOOL",
+            "INVALID_ARGUMENTS",
+            "TOOL_FAILED",
+            "TOOLSET_FAILED",
+        },
+        ollm.UsageError: {
+            "INVALID_REQUEST",
+            "CONVERSATION_BUSY",
+            "PROVIDER_NOT_FOUND",
+            "UNSUPPORTED",
+            "PLUGIN_ERROR",
+            "TOKEN_LIMIT",
+        },
+    }
+    for family, codes in families.items():
+        for code in codes:
+            error = ollm.error_from_code(code, "x")
+            assert isinstance(error, family), (code, family)
+            assert error.code == code
+            others = [f for f in families if f is not family]
+            assert not any(isinstance(error, f) for f in others)
+    logs = ollm.error_from_code("LOGS_UNAVAILABLE", "x")
+    assert type(logs) is ollm.LogsUnavailableError
+    from ollm.logs import LogsUnavailableError
+
+    assert LogsUnavailableError is ollm.LogsUnavailableError
+    assert "TransportError" in (ollm.errors.__doc__ or "")
