@@ -12,7 +12,7 @@ import pytest
 from cli_helpers import ollm_env
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ("tool-pack", "provider-plugin")
+EXAMPLES = ("tool-pack", "provider-plugin", "http-provider")
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +103,33 @@ def test_the_cli_finds_the_provider_and_the_tools(site: Path) -> None:
     )
     assert models.returncode == 0, models.stderr
     assert "pirate-large" in models.stdout
+
+
+def test_the_http_provider_example_chats_through_the_cli(site: Path) -> None:
+    # Written from docs/plugins.md alone, on the public kit: a third party's HTTP provider.
+    from ollm_testutils import FakeOpenAIServer, OpenAIReply
+
+    with FakeOpenAIServer() as server:
+        server.script(OpenAIReply(["Hello", " from mini"]))
+        chat = subprocess.run(
+            [sys.executable, "-m", "ollm", "chat", "-p", "mini", "-m", "gpt-test", "hi"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**env_with(site), "MINI_BASE_URL": server.base_url},
+            stdin=subprocess.DEVNULL,
+        )
+        assert chat.returncode == 0, chat.stderr
+        assert chat.stdout.strip() == "Hello from mini"
+        server.api_key = "sk-right"
+        refused = subprocess.run(
+            [sys.executable, "-m", "ollm", "chat", "-p", "mini", "-m", "gpt-test", "hi"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**env_with(site), "MINI_BASE_URL": server.base_url, "MINI_API_KEY": "sk-x"},
+            stdin=subprocess.DEVNULL,
+        )
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("error[AUTH_FAILED]: The mini server at ")
+    assert "Check MINI_API_KEY" in refused.stderr

@@ -1,0 +1,1 @@
+"""An example ollm provider plugin for an HTTP server, built only on ollm's public kit."""
