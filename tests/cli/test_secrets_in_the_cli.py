@@ -79,7 +79,8 @@ def test_no_secret_on_the_screen_in_json_or_in_the_log(
     logged = (tmp_path / "logs.db").read_bytes()
     with sqlite3.connect(tmp_path / "logs.db") as db:
         errors = [row[0] for row in db.execute("SELECT error_message FROM responses")]
-    assert errors and all(errors), errors
+    assert errors
+    assert all(errors), errors
     for shown in (text.stderr, text.stdout, as_json.stdout, as_json.stderr, models.stderr):
         assert SECRET not in shown
     assert SECRET.encode() not in logged
