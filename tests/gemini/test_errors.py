@@ -83,7 +83,7 @@ async def test_rate_limits_that_last_are_rate_limited_with_the_delay(
     async with provider_for(server, retry=retry) as provider:
         error = await first_error(provider)
     assert error.code == "RATE_LIMITED"
-    assert "Quota exceeded." in error.message
+    assert "Quota exceeded" in error.message
     assert len(server.generate_requests) == 2
 
 

@@ -47,6 +47,7 @@ from ollm_gemini._wire import Candidate, GenerateResponse, SafetyRating, UsageMe
 
 if TYPE_CHECKING:
     from ollm_gemini._provider import GeminiProvider
+    from ollm_http import FrameStream
 
 __all__ = ["BLOCKED", "stream_chat", "usage_from"]
 
@@ -166,14 +167,9 @@ async def _one_reply(
     state = _Reply()
     again: str | None = None
     try:
-        notice = thinking_notice(request.think, model) if correction is None else None
-        if notice is not None:
+        if correction is None and (notice := thinking_notice(request.think, model)):
             yield NoticeEvent(notice, "thinking")
-        await stream.open(
-            "POST",
-            provider._path(model, "streamGenerateContent") + "?alt=sse",
-            build=lambda: provider._body(request, correction),
-        )
+        await provider._send(stream, request, correction)
         reads, frames = stream.reads, stream.frames
         while True:
             data = await reads()
@@ -186,12 +182,10 @@ async def _one_reply(
                 except (msgspec.DecodeError, RecursionError) as exc:
                     yield stream.bad_frame(text, exc)
                     return
-                if chunk.error is not None:
-                    yield _stream_error(provider, model, chunk.error)
-                    return
-                feedback = chunk.promptFeedback
-                if feedback is not None and feedback.blockReason:
-                    yield _blocked_prompt(model, feedback.blockReason, feedback)
+                if (chunk.error is not None or chunk.promptFeedback is not None) and (
+                    refused := _refused(provider, model, chunk)
+                ):
+                    yield refused
                     return
                 for candidate in chunk.candidates or ():
                     if candidate.index == 0:
@@ -201,11 +195,7 @@ async def _one_reply(
                     state.usage = chunk.usageMetadata
             if data is None:
                 break
-        if state.finish is None:
-            yield stream.interrupted()
-            return
-        stream.done()
-        events, again = _end(provider, request, state, correction)
+        events, again = _end(provider, request, stream, state, correction)
         for event in events:
             yield event
     except Exception as exc:
@@ -216,6 +206,16 @@ async def _one_reply(
         async with aclosing(_one_reply(provider, request, abort, again)) as corrected:
             async for event in corrected:
                 yield event
+
+
+def _refused(provider: GeminiProvider, model: str, chunk: GenerateResponse) -> ErrorEvent | None:
+    """The error for an error in the stream, or a blocked prompt; ``None`` for neither."""
+    if chunk.error is not None:
+        return _stream_error(provider, model, chunk.error)
+    feedback = chunk.promptFeedback
+    if feedback is not None and feedback.blockReason:
+        return _blocked_prompt(model, feedback.blockReason, feedback)
+    return None
 
 
 def _stream_error(provider: GeminiProvider, model: str, value: Any) -> ErrorEvent:
@@ -229,10 +229,15 @@ def _stream_error(provider: GeminiProvider, model: str, value: Any) -> ErrorEven
 def _end(
     provider: GeminiProvider,
     request: ProviderRequest,
+    stream: FrameStream,
     state: _Reply,
     correction: str | None,
 ) -> tuple[list[ProviderEvent], str | None]:
-    """The reply's last events, and the correction to send when it must be asked again."""
+    """The reply's last events, and the correction to send when it must be asked again
+    (``STREAM_INTERRUPTED`` when the body ended before a finish reason)."""
+    if state.finish is None:
+        return [stream.interrupted()], None
+    stream.done()
     reason = state.finish or "STOP"
     model = request.model
     usage = usage_from(state.usage)

@@ -34,6 +34,7 @@ from ollm_http import (
     NO_RETRY,
     Adjust,
     ErrorContext,
+    FrameStream,
     HTTPConfig,
     HTTPProvider,
     Limits,
@@ -250,6 +251,16 @@ class GeminiProvider(HTTPProvider):
 
     def _path(self, model: str, method: str) -> str:
         return f"{self.config.model_path(model)}:{method}"
+
+    async def _send(
+        self, frames: FrameStream, request: ProviderRequest, correction: str | None
+    ) -> None:
+        """Send the chat request of ``frames`` (with a ``correction`` turn, when asked)."""
+        await frames.open(
+            "POST",
+            self._path(request.model, "streamGenerateContent") + "?alt=sse",
+            build=lambda: self._body(request, correction),
+        )
 
     def _body(self, request: ProviderRequest, correction: str | None = None) -> msgspec.Raw:
         """The request as JSON, encoded once per attempt (or ``InvalidRequestError``)."""

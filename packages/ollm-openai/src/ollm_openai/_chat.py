@@ -36,7 +36,7 @@ from ollm.types import (
 )
 from ollm_openai._convert import ToolCallAssembler
 from ollm_openai._errors import error_from_value, error_value, parse_error
-from ollm_openai._wire import Chunk, Completion, UsageWire
+from ollm_openai._wire import Chunk, Completion, Delta, UsageWire
 
 if TYPE_CHECKING:
     from ollm_http import FrameStream
@@ -84,7 +84,34 @@ class _Reply:
         self.usage: UsageWire | None = None
         self.text = False
 
-    def end(self, provider: OpenAIProvider, request: ProviderRequest) -> list[ProviderEvent]:
+    def take(self, delta: Delta) -> list[ProviderEvent]:
+        """The rarer parts of a delta: reasoning, tool-call pieces, a refusal."""
+        events: list[ProviderEvent] = []
+        reasoning = delta.reasoning_content or delta.reasoning
+        if reasoning:
+            events.append(ThinkingEvent(reasoning))
+        if delta.tool_calls:
+            self.calls.feed(delta.tool_calls)
+        if delta.refusal:
+            self.text = True
+            events.append(TextEvent(delta.refusal))
+        return events
+
+    def end(
+        self,
+        provider: OpenAIProvider,
+        request: ProviderRequest,
+        stream: FrameStream | None = None,
+        *,
+        done: bool = True,
+    ) -> list[ProviderEvent]:
+        """The reply's last events: its tool calls, a notice, the finish; for a body that
+        ended before ``[DONE]`` and any finish reason, ``STREAM_INTERRUPTED`` (some
+        servers end the body after the finish reason, without ``[DONE]``: that is whole)."""
+        if stream is not None:
+            if not done and self.finish_reason is None:
+                return [stream.interrupted()]
+            stream.done()
         events: list[ProviderEvent] = [ToolCallEvent(call) for call in self.calls.calls()]
         if self.finish_reason == "content_filter":
             events.append(
@@ -107,36 +134,28 @@ async def stream_chat(
     streaming = provider.config.stream
     stream = provider.stream("sse", model=request.model, abort=request.abort)
     state = _Reply()
+    done = False
     try:
-        await stream.open(
-            "POST",
-            "/chat/completions",
-            build=lambda: provider._body(request, stream=streaming),
-            adjust=provider._adjust(request, stream=streaming),
-        )
+        await provider._send(stream, request, streaming=streaming)
         if not streaming:
             for event in _whole(provider, request, stream, await stream.whole()):
                 yield event
             return
         reads, frames = stream.reads, stream.frames
-        while True:
+        while not done:
             data = await reads()
             for sse in frames(data):
                 text = sse.data
                 if text == "[DONE]":
-                    stream.done()
-                    for event in state.end(provider, request):
-                        yield event
-                    return
+                    done = True
+                    break
                 if not text or text.isspace():
                     continue  # a keep-alive, or an event with no data
                 try:
                     chunk = _decode_chunk(text)
                 except (msgspec.DecodeError, RecursionError) as exc:
-                    if sse.event != "error":
-                        yield stream.bad_frame(text, exc)
-                        return
-                    chunk = Chunk()
+                    yield _undecodable(provider, stream, sse.event, text, exc)
+                    return
                 if chunk.error is not None or sse.event == "error":
                     yield _stream_error(provider, request.model, chunk, text)
                     return
@@ -145,34 +164,37 @@ async def stream_chat(
                     choice = choices[0]
                     delta = choice.delta
                     if delta is not None:
-                        content = delta.content
-                        if content:
+                        if delta.content:
                             state.text = True
-                            yield TextEvent(content)
-                        reasoning = delta.reasoning_content or delta.reasoning
-                        if reasoning:
-                            yield ThinkingEvent(reasoning)
-                        if delta.tool_calls:
-                            state.calls.feed(delta.tool_calls)
-                        if delta.refusal:
-                            state.text = True
-                            yield TextEvent(delta.refusal)
-                    if choice.finish_reason:
-                        state.finish_reason = choice.finish_reason
-                if chunk.usage is not None:
-                    state.usage = chunk.usage
+                            yield TextEvent(delta.content)
+                        if (
+                            delta.reasoning_content
+                            or delta.reasoning
+                            or delta.tool_calls
+                            or (delta.refusal)
+                        ):
+                            for event in state.take(delta):
+                                yield event
+                    state.finish_reason = choice.finish_reason or state.finish_reason
+                state.usage = chunk.usage or state.usage
             if data is None:
                 break
-        if state.finish_reason is None:
-            yield stream.interrupted()
-            return
-        # Some servers end the body after the finish reason, without [DONE].
-        for event in state.end(provider, request):
+        for event in state.end(provider, request, stream, done=done):
             yield event
     except Exception as exc:
         yield stream.failure(exc)
     finally:
         await stream.aclose()
+
+
+def _undecodable(
+    provider: OpenAIProvider, stream: FrameStream, kind: str, text: str, exc: Exception
+) -> ErrorEvent:
+    """An event that is not JSON: an error in plain words (``event: error``), or a
+    ``BAD_RESPONSE`` quoting it."""
+    if kind == "error":
+        return _stream_error(provider, stream.model or "", Chunk(), text)
+    return stream.bad_frame(text, exc)
 
 
 def _stream_error(provider: OpenAIProvider, model: str, chunk: Chunk, text: str) -> ErrorEvent:

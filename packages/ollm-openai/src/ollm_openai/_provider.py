@@ -33,6 +33,7 @@ from ollm_http import (
     NO_RETRY,
     Adjust,
     ErrorContext,
+    FrameStream,
     HTTPConfig,
     HTTPProvider,
     RetryPolicy,
@@ -223,6 +224,18 @@ class OpenAIProvider(HTTPProvider):
             max_tokens_field=self._max_tokens_field,
         )
         return encode_body(body, model=request.model, provider=PROVIDER)
+
+    async def _send(
+        self, frames: FrameStream, request: ProviderRequest, *, streaming: bool
+    ) -> None:
+        """Send the chat request of ``frames``: the body built anew for each attempt, an
+        option the server refuses dropped or swapped (``_adjust``)."""
+        await frames.open(
+            "POST",
+            "/chat/completions",
+            build=lambda: self._body(request, stream=streaming),
+            adjust=self._adjust(request, stream=streaming),
+        )
 
     def _adjust(self, request: ProviderRequest, *, stream: bool) -> Adjust:
         """Drops or swaps an option a server refuses (learnt for the provider's life)."""
