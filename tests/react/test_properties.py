@@ -1,4 +1,5 @@
-"""Properties 17 to 21 and 33 of properties.md, and parsers that never raise."""
+"""Properties 17 to 21 and 33 of properties.md, parsers that never raise, and the streaming
+scanner agreeing with the batch parser."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import math
 import re
 from typing import Any
 
+import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import ollm
@@ -352,6 +354,7 @@ def _chunks(text: str, cuts: list[int]) -> list[str]:
 
 
 @given(text=reply_texts, cuts=st.lists(st.integers(0, 120), max_size=8))
+@example(text="Thought: I know. Final Answer: 42\nFinal Answer:", cuts=[])
 async def test_what_streams_is_what_the_review_keeps(
     text: str, cuts: list[int], schemas: tuple[ollm.ToolSchema, ...]
 ) -> None:
@@ -379,3 +382,38 @@ async def test_what_streams_is_what_the_review_keeps(
         assert shown == []
     assert streamed_calls == list(review.message.tool_calls)
     assert bool(streamed_calls) == isinstance(parsed, ParsedAction)
+
+
+@given(text=reply_texts, cuts=st.lists(st.integers(0, 120), max_size=8), rest=reply_texts)
+@example(text="0 Action Input:", cuts=[], rest="")
+@example(text="W Action: search", cuts=[2], rest="")
+@example(text="The label reads Final Answer: 42", cuts=[16], rest="")
+@example(text='{"name": "current_time", "arguments": {}}', cuts=[], rest="")
+@example(text="Thought: Final Answer: ```json\nFinal Answer:", cuts=[], rest="")
+def test_the_scanner_shows_what_the_batch_parser_returns(
+    text: str, cuts: list[int], rest: str, schemas: tuple[ollm.ToolSchema, ...]
+) -> None:
+    """However a reply is chunked: the text the scanner shows is the parser's answer, and
+    once the scanner stops the stream, nothing the model would have written next changes
+    what the parser returns."""
+    scanner = StreamScanner(schemas)
+    shown: list[tuple[str, str]] = []
+    read: list[str] = []
+    for chunk in _chunks(text, cuts):
+        read.append(chunk)
+        shown.extend(scanner.feed(chunk))
+        if scanner.stop is not None:
+            break
+    shown.extend(scanner.end())
+    reply = "".join(read)
+    parsed = parse_reply(reply, schemas)
+    answer = "".join(piece for kind, piece in shown if kind == "text")
+    if answer or scanner.answering or (isinstance(parsed, ParsedAnswer) and parsed.implicit):
+        assert answer == (parsed.answer if isinstance(parsed, ParsedAnswer) else "")
+    if scanner.stop is not None:
+        assert _meaning(parse_reply(reply + rest, schemas)) == _meaning(parsed)
+
+
+def _meaning(parsed: ParsedAction | ParsedAnswer | FormatProblem) -> object:
+    """What a reply means, without the text it was read from."""
+    return msgspec.structs.replace(parsed, text="") if isinstance(parsed, FormatProblem) else parsed

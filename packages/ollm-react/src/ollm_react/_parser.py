@@ -116,7 +116,8 @@ def parse_reply(text: str, tools: Sequence[ToolSchema] = ()) -> ParsedReply:
     the middle of a line (``Thought: x Action: search Action Input: {...}``) and is
     used if it finds more: an action, an answer, or a problem that names what is
     really wrong. Prose that merely looks like a marker (an implicit answer whose
-    "Action:" names no tool) stays an answer.
+    "Action:" names no tool) stays an answer, and an empty line-start Final Answer
+    stays empty (a stream shows the answer from that line on).
     """
     content = _content(text)
     strict = _parse_content(content, tools)
@@ -128,6 +129,10 @@ def parse_reply(text: str, tools: Sequence[ToolSchema] = ()) -> ParsedReply:
     if split == content:
         return strict
     loose = _parse_content(split, tools)
+    if isinstance(loose, ParsedAnswer) and isinstance(strict, FormatProblem):
+        # An empty line-start Final Answer stays empty: a stream shows the answer from
+        # there, so an answer that the looser reading starts earlier was never shown.
+        return strict if strict.kind == "empty_answer" else loose
     if isinstance(loose, (ParsedAction, ParsedAnswer)):
         return loose
     if isinstance(strict, ParsedAnswer) and loose.kind in _PROSE_PROBLEMS:

@@ -4,8 +4,9 @@ The scanner reads the model's text chunk by chunk, a line at a time. A line that
 still become a marker (``Final An``) is held back until it is decided, so no partial
 marker ever reaches the user. Thoughts stream as thinking and the final answer as text,
 both without their leading and trailing whitespace (held back until more text shows
-it was not trailing). Text before any marker is held: it is an implicit final answer
-only if no marker ever comes, which is known when the stream ends.
+it was not trailing). Text before any marker is held until the stream ends: then the
+batch parser says what it is (an implicit final answer, or a call written as JSON, or
+markers written mid-line), so the scanner never shows text the parser does not return.
 
 It sets ``stop`` as soon as the rest of the reply cannot matter: an invented
 ``Observation:``, the end of a final answer (an Action or a new Thought after it), the
@@ -17,8 +18,10 @@ applied as the text arrives, so what it shows is what the batch parser returns.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal
 
+from ollm.types.request import ToolSchema
 from ollm_react._arguments import Balance, call_opening
 from ollm_react._markers import (
     MARKER_LINE,
@@ -29,6 +32,7 @@ from ollm_react._markers import (
     marker_kind,
     strips_after_colon,
 )
+from ollm_react._parser import ParsedAnswer, parse_reply
 from ollm_react._think import ThinkFilter
 
 __all__ = ["Output", "StreamScanner"]
@@ -40,7 +44,12 @@ _SKIP_EMPHASIS, _SKIP_SPACE, _SHOWING = range(3)
 
 
 class StreamScanner:
-    """Feed a reply's text as it streams; get what to show, and ``stop`` when done."""
+    """Feed a reply's text as it streams; get what to show, and ``stop`` when done.
+
+    ``tools`` are the tools the reply may call: a reply with no marker is read by the
+    batch parser with them when it ends (a JSON object naming one is a call, not an
+    answer to show).
+    """
 
     __slots__ = (
         "_action_tail",
@@ -58,12 +67,14 @@ class StreamScanner:
         "_preamble",
         "_shown_thought",
         "_think",
+        "_tools",
         "mode",
         "saw_marker",
         "stop",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, tools: Sequence[ToolSchema] = ()) -> None:
+        self._tools = tuple(tools)
         self._think = ThinkFilter()
         self.mode = _PREAMBLE
         self.stop: str | None = None
@@ -137,10 +148,13 @@ class StreamScanner:
                 if not self._stray_fence(line):
                     self._deliver(line)
         if self.mode == _PREAMBLE:
-            answer = "".join(self._preamble).strip()
+            text = "".join(self._preamble)
             self._preamble = []
-            if answer:
-                out.append(("text", answer))
+            if text.strip():
+                # No marker at a line start: the parser's looser readings decide.
+                parsed = parse_reply(text, self._tools)
+                if isinstance(parsed, ParsedAnswer):
+                    out.append(("text", parsed.answer))
         return out
 
     def _stopped(self) -> bool:

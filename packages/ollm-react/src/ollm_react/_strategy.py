@@ -168,7 +168,7 @@ class ReActStrategy:
     async def _stream(
         self, provider: ProviderAdapter, request: ProviderRequest
     ) -> AsyncIterator[ProviderEvent]:
-        scanner = StreamScanner()
+        scanner = StreamScanner(self._tools)
         chunks = self._chunks
         joint = _ThinkingJoint()
         inner = _Inner(provider.chat_stream(request))
