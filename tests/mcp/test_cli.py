@@ -14,12 +14,9 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import OLLM, ollm_env
-from mcp_helpers import gone, pids, stdio_entry
+from mcp_helpers import DEADLOCK, gone, pids, stdio_entry
 
 from ollm_testutils import FakeOllamaServer, OllamaReply
-
-# A hang guard only: nothing here measures time.
-DEADLOCK = 60
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from types import ModuleType
 
 import anyio
 import pytest
+from mcp_helpers import DEADLOCK
 from runtime_helpers import collect
 
 import ollm
@@ -13,26 +14,29 @@ import ollm_mcp
 from ollm_testutils.mock import Reply, ScriptedProvider
 
 pytestmark = pytest.mark.anyio
-DEADLOCK = 60
 
 
 async def test_a_remote_server_answers_with_the_headers_given(
     anyio_backend: str, http_server: str, demo: ModuleType
 ) -> None:
-    server = ollm_mcp.MCPServer(
-        "web", url=http_server, headers={"Authorization": "Bearer demo"}, tool_timeout=0.5
-    )
+    headers = {"Authorization": "Bearer demo"}
+    server = ollm_mcp.MCPServer("web", url=http_server, headers=headers)
+    # The same server again, with a timeout for the call that never ends (only for it:
+    # the others may take as long as a busy machine makes them).
+    timed = ollm_mcp.MCPServer("timed", url=http_server, headers=headers, tool_timeout=0.5)
     provider = ScriptedProvider(
         Reply(
             tool_calls=[
                 ("web_add", {"a": 40, "b": 2}),
                 ("web_screenshot", {}),
-                ("web_slow", {}),
+                ("timed_slow", {}),
             ]
         ),
         "Done.",
     )
-    async with ollm.ChatClient(ollm.Registries(), provider=provider, tools=[server]) as client:
+    async with ollm.ChatClient(
+        ollm.Registries(), provider=provider, tools=[server, timed]
+    ) as client:
         with anyio.fail_after(DEADLOCK):
             events = await collect(client.chat("go"))
     add, shot, slow = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]

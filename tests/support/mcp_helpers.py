@@ -7,7 +7,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 DEMO = str(Path(__file__).resolve().parent.parent / "mcp" / "servers" / "demo_server.py")
+
+DEADLOCK = 60
+"""Seconds after which a test that should long have ended is taken to hang: a guard only."""
+
+STARTUP_TIMEOUTS = (0.5, 1, 2, 4, 8, 16, 32)
+"""Start-up timeouts, one per attempt, for a test whose server must get somewhere (record
+its process id, write a line) before ollm gives up on it: a busy machine makes such a
+test try again with twice the time, never fail."""
 
 
 def stdio_entry(name: str = "demo", **env: str) -> dict[str, Any]:
@@ -28,3 +38,14 @@ def gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+async def wait_until_gone(pid: int) -> None:
+    """Wait until the process has exited and been reaped (bounded by ``DEADLOCK``).
+
+    For a server that stopped on its own: whoever started it reaps it in the background,
+    and nothing tells the test when; polling is the event here.
+    """
+    with anyio.fail_after(DEADLOCK):
+        while not gone(pid):
+            await anyio.sleep(0.01)

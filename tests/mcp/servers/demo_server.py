@@ -141,6 +141,9 @@ def _serve_http(server: MCPServer) -> None:
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    # Listening before the port is printed: a client that connects at once waits in the
+    # backlog until uvicorn accepts, however long uvicorn takes to start.
+    sock.listen()
     print(sock.getsockname()[1], flush=True)
     app: Any = server.streamable_http_app()
     token = os.environ.get("DEMO_TOKEN")
