@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import OLLM, ollm_env
-from mcp_helpers import DEADLOCK, gone, pids, stdio_entry
+from mcp_helpers import DEADLOCK, DEMO, STARTUP_TIMEOUTS, gone, pids, stdio_entry
 
 from ollm_testutils import FakeOllamaServer, OllamaReply
 
@@ -173,3 +174,92 @@ def _wait_for_fifo(path: Path) -> bool:
     reader.start()
     reader.join(DEADLOCK)
     return bool(seen)
+
+
+BANNER = "demo server starting"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell")
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_banner_before_mcp_is_one_warning_and_the_details_only_with_debug(  # type: ignore[no-untyped-def]
+    server: FakeOllamaServer, write_servers, debug: bool
+) -> None:
+    """The common ``echo starting; exec server``: the server works, and its banner is
+    quoted in one line (it was a ten-line pydantic traceback in every chat)."""
+    script = f"echo '{BANNER}'; exec {shlex.join([sys.executable, DEMO])}"
+    path = write_servers(demo={"command": "sh", "args": ["-c", script]})
+    server.script(OllamaReply(tool_calls=[("demo_add", {"a": 2, "b": 3})]), OllamaReply("Five."))
+    flags = ["--debug"] if debug else []
+    result = run(server, *flags, "chat", "-m", "llama3.2", "--mcp", str(path), "-t", "demo_*", "?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Five.\n"
+    assert server.chat_requests[1].json["messages"][-1]["content"] == "5"
+    warning = (
+        f"MCP server 'demo' wrote a line that is not MCP to its standard output: '{BANNER}'. "
+        "It was ignored; a server should write only MCP there, and its own messages to stderr."
+    )
+    if debug:
+        assert warning in result.stderr
+        assert "Failed to parse JSONRPC message from server" in result.stderr
+        assert "Traceback" in result.stderr
+    else:
+        assert [line for line in result.stderr.splitlines() if "demo server" in line] == [
+            f"warning: {warning}"
+        ]
+        assert "Traceback" not in result.stderr
+        assert "JSONRPC" not in result.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell")
+def test_a_server_that_writes_only_garbage_is_one_line_quoting_it(  # type: ignore[no-untyped-def]
+    server: FakeOllamaServer, write_servers
+) -> None:
+    """Whether it exits or goes on answering garbage until its start-up time is up."""
+    exits = {"command": "sh", "args": ["-c", "echo garbage; echo more; exit 1"]}
+    result = run(server, "tools", "--mcp", str(write_servers(junk=exits)))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "error: MCP server 'junk' stopped before it was ready (sh -c 'echo garbage; echo more; "
+        "exit 1'). It wrote a line that is not MCP to its standard output: 'garbage'. Run the "
+        "command by hand to see why."
+    ]
+    for timeout in STARTUP_TIMEOUTS:
+        # It must have read ollm's first request and answered it before its time is up.
+        answers = {
+            "command": "sh",
+            "args": ["-c", "while read -r line; do echo garbage; done"],
+            "startup_timeout_sec": timeout,
+        }
+        result = run(server, "tools", "--mcp", str(write_servers(junk=answers)))
+        assert result.returncode == 1
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"error: MCP server 'junk' did not answer within {timeout:g} ")
+        if "garbage" in line:
+            break
+    assert line.endswith(
+        "It wrote a line that is not MCP to its standard output: 'garbage'. Check that it "
+        "speaks MCP, or give it more time with startup_timeout_sec."
+    )
+
+
+def test_an_answer_nested_too_deep_to_read_fails_the_call_at_once(  # type: ignore[no-untyped-def]
+    server: FakeOllamaServer, write_servers
+) -> None:
+    """The call's result says what was wrong, and the chat goes on: no traceback, no wait
+    for the call's timeout (an hour here)."""
+    entry = stdio_entry("demo")
+    entry["tool_timeout_sec"] = 3600
+    path = write_servers(demo=entry)
+    server.script(
+        OllamaReply(tool_calls=[("demo_nested", {"levels": 250})]), OllamaReply("Too deep.")
+    )
+    result = run(server, "chat", "-m", "llama3.2", "--mcp", str(path), "-t", "demo_*", "?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Too deep.\n"
+    assert "Traceback" not in result.stderr
+    assert "JSONRPC" not in result.stderr
+    answer = server.chat_requests[1].json["messages"][-1]
+    assert answer["content"].startswith(
+        "Tool 'demo_nested' failed: MCP server 'demo' answered the call, but its answer nests "
+        "deeper than about 200 levels"
+    )

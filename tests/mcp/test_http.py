@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from types import ModuleType
 
 import anyio
 import pytest
 from mcp_helpers import DEADLOCK
-from runtime_helpers import collect
+from runtime_helpers import assert_one_finish_last, collect
 
 import ollm
 import ollm_mcp
@@ -43,6 +44,30 @@ async def test_a_remote_server_answers_with_the_headers_given(
     assert add.result == "42"
     assert shot.images == (ollm.ImagePart(demo.PNG, "image/png"),)
     assert slow.error_code == "TOOL_TIMEOUT"
+
+
+async def test_an_answer_nested_too_deep_to_read_is_the_calls_error_at_once(
+    anyio_backend: str, http_server: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As over stdio: the call's error says why, at once; no traceback but in the debug log."""
+    server = ollm_mcp.MCPServer(
+        "web", url=http_server, headers={"Authorization": "Bearer demo"}, tool_timeout=3600
+    )
+    provider = ScriptedProvider(Reply(tool_calls=[("web_nested", {"levels": 250})]), "Done.")
+    with caplog.at_level(logging.DEBUG):
+        async with ollm.ChatClient(ollm.Registries(), provider=provider, tools=[server]) as client:
+            with anyio.fail_after(DEADLOCK):
+                events = await collect(client.chat("go"))
+    [deep] = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert deep.error_code == "MCP_SERVER_ERROR"
+    assert deep.result.startswith(
+        "Tool 'web_nested' failed: MCP server 'web' answered the call, but its answer nests "
+        "deeper than about 200 levels, the most the MCP SDK's JSON parser reads, so the "
+        "result is lost."
+    )
+    assert_one_finish_last(events, "stop")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert any(r.exc_info for r in caplog.records if r.name.startswith("ollm_mcp"))
 
 
 async def test_a_refused_or_unreachable_server_is_a_clear_error(

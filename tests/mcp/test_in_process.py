@@ -3,6 +3,7 @@ offered through ChatClient."""
 
 from __future__ import annotations
 
+import logging
 from types import ModuleType
 from typing import Any
 
@@ -48,6 +49,7 @@ async def test_the_tools_are_offered_prefixed_with_their_schemas(
         "demo_slow",
         "demo_die",
         "demo_search",
+        "demo_nested",
     ]
     assert schemas["demo_add"].description == "Add two whole numbers."
     assert schemas["demo_add"].parameters == {
@@ -176,4 +178,23 @@ async def test_a_glob_opens_only_the_servers_it_can_match(
     async with chat_client(provider, toolsets=[wanted, other], tools=["wanted_*"]) as client:
         events = await collect(client.chat("hi"))
     assert_one_finish_last(events, "stop")
-    assert len(provider.requests[0].tools) == 8
+    assert len(provider.requests[0].tools) == 9
+
+
+async def test_a_tool_that_runs_only_as_a_task_is_left_out_in_one_line(
+    anyio_backend: str, demo: ModuleType, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ollm makes plain calls only: a tool whose execution.taskSupport is "required"
+    would fail every one of them (-32601), so it is not offered, and a warning says so."""
+    server = ollm_mcp.MCPServer("demo", server=demo.build(tasks=True))
+    provider = ScriptedProvider("Hello.")
+    with caplog.at_level(logging.WARNING):
+        async with chat_client(provider, tools=[server]) as client:
+            await collect(client.chat("hi"))
+    offered = [tool.name for tool in provider.requests[0].tools]
+    assert "demo_add" in offered
+    assert "demo_report" not in offered
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        "MCP server 'demo': tools that run only as MCP tasks are left out (ollm does not "
+        "start tasks): 'report'"
+    ]

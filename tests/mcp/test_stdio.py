@@ -4,6 +4,7 @@ hangs, dies mid-chat, or will not exit. Its process is always reaped."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_helpers import DEADLOCK, DEMO, STARTUP_TIMEOUTS, gone, pids, wait_until_gone
+from mcp_helpers import DEADLOCK, DEMO, RAW, STARTUP_TIMEOUTS, gone, pids, wait_until_gone
 from runtime_helpers import assert_history_valid, assert_one_finish_last, collect
 
 import ollm
@@ -166,3 +167,60 @@ async def test_a_server_that_ignores_the_end_of_its_input_is_terminated(
             await collect(client.chat("add"))
     [pid] = pids(record)
     assert gone(pid)
+
+
+async def test_an_answer_nested_too_deep_to_read_is_the_calls_error_at_once(
+    anyio_backend: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK's JSON parser stops at about 200 levels: that call fails at once, saying
+    why (it used to wait for its timeout), the other call and the chat go on, and the
+    SDK's traceback is only in the debug log."""
+    provider = ScriptedProvider(
+        Reply(tool_calls=[("demo_nested", {"levels": 250}), ("demo_nested", {"levels": 150})]),
+        "Done.",
+    )
+    server = demo_server(tmp_path / "record", tool_timeout=3600)
+    with caplog.at_level(logging.DEBUG):
+        async with ollm.ChatClient(ollm.Registries(), provider=provider, tools=[server]) as client:
+            with anyio.fail_after(DEADLOCK):
+                events = await collect(client.chat("go"))
+    deep, shallow = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert (deep.error_code, deep.result) == (
+        "MCP_SERVER_ERROR",
+        "Tool 'demo_nested' failed: MCP server 'demo' answered the call, but its answer nests "
+        "deeper than about 200 levels, the most the MCP SDK's JSON parser reads, so the "
+        "result is lost. If the server is yours, make its answers flatter or valid MCP; "
+        "otherwise report it to its author.",
+    )
+    assert (shallow.result, shallow.is_error) == ("150 levels", False)
+    assert_one_finish_last(events, "stop")
+    assert_history_valid(client.conversation)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert any(r.exc_info for r in caplog.records if r.name.startswith("ollm_mcp"))
+
+
+async def test_a_server_of_another_sdk_answering_too_deep_with_its_id_last(
+    anyio_backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hand-written 2025-11-25 server: a tool that runs only as a task is left out in one
+    warning, and an unreadable answer whose id comes after its result still fails its call
+    at once (the other call of the turn gets its own answer)."""
+    server = ollm_mcp.MCPServer("raw", command=sys.executable, args=[RAW], tool_timeout=3600)
+    provider = ScriptedProvider(
+        Reply(tool_calls=[("raw_deep", {"levels": 250}), ("raw_add", {"a": 1, "b": 2})]),
+        "Done.",
+    )
+    with caplog.at_level(logging.WARNING):
+        async with ollm.ChatClient(ollm.Registries(), provider=provider, tools=[server]) as client:
+            with anyio.fail_after(DEADLOCK):
+                events = await collect(client.chat("go"))
+    assert [tool.name for tool in provider.requests[0].tools] == ["raw_deep", "raw_add"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "MCP server 'raw': tools that run only as MCP tasks are left out (ollm does not "
+        "start tasks): 'report'"
+    ]
+    deep, added = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert deep.error_code == "MCP_SERVER_ERROR"
+    assert "its answer nests deeper than about 200 levels" in deep.result
+    assert (added.result, added.is_error) == ("3", False)
+    assert_one_finish_last(events, "stop")

@@ -9,7 +9,10 @@ from typing import Any
 
 import anyio
 
-DEMO = str(Path(__file__).resolve().parent.parent / "mcp" / "servers" / "demo_server.py")
+SERVERS = Path(__file__).resolve().parent.parent / "mcp" / "servers"
+DEMO = str(SERVERS / "demo_server.py")
+RAW = str(SERVERS / "raw_server.py")
+"""An MCP server written by hand (protocol 2025-11-25, its own key order)."""
 
 DEADLOCK = 60
 """Seconds after which a test that should long have ended is taken to hang: a guard only."""

@@ -9,7 +9,9 @@ Environment switches, for the failure tests:
   stdin, never answer); ``slow-exit`` (ignore the end of stdin; only a signal stops it);
 - ``DEMO_RECORD``: a file where the server appends what it saw (``started slow``,
   ``cancelled slow``, ``pid N``);
-- ``DEMO_STARTED``: a FIFO the ``slow`` tool writes to when it starts (a test waits on it).
+- ``DEMO_STARTED``: a FIFO the ``slow`` tool writes to when it starts (a test waits on it);
+- ``DEMO_BANNER``: a line to print on standard output before speaking MCP;
+- ``DEMO_TASKS=1``: the ``report`` tool can only be called as an MCP task.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, TextContent, Tool, ToolExecution
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -36,9 +38,23 @@ def record(line: str) -> None:
             file.write(line + "\n")
 
 
-def build(name: str = "demo", *, started: Any = None, cancelled: Any = None) -> MCPServer:
-    """The server; ``started`` and ``cancelled`` are anyio events for in-process tests."""
-    server = MCPServer(name)
+class _TaskServer(MCPServer):
+    """Lists ``report`` as a tool that can only be called as an MCP task."""
+
+    async def list_tools(self) -> list[Tool]:
+        tools = await super().list_tools()
+        required = ToolExecution(task_support="required")
+        return [
+            t.model_copy(update={"execution": required}) if t.name == "report" else t for t in tools
+        ]
+
+
+def build(
+    name: str = "demo", *, started: Any = None, cancelled: Any = None, tasks: bool = False
+) -> MCPServer:
+    """The server; ``started`` and ``cancelled`` are anyio events for in-process tests;
+    with ``tasks``, it has a ``report`` tool that only task calls may run."""
+    server = _TaskServer(name) if tasks else MCPServer(name)
 
     @server.tool()
     def add(a: int, b: int) -> int:
@@ -99,6 +115,24 @@ def build(name: str = "demo", *, started: Any = None, cancelled: Any = None) -> 
         """Search; every demo server has this tool."""
         return f"{name} found {query}"
 
+    @server.tool()
+    def nested(levels: int) -> CallToolResult:
+        """A text, with structured content nested as deep as asked."""
+        value: dict[str, Any] = {}
+        for _ in range(levels):
+            value = {"in": value}
+        return CallToolResult(
+            content=[TextContent(type="text", text=f"{levels} levels")],
+            structured_content=value,
+        )
+
+    if tasks:
+
+        @server.tool()
+        def report() -> str:
+            """A long report, run as an MCP task."""
+            return "the report"
+
     return server
 
 
@@ -120,18 +154,21 @@ def main() -> None:
         for _ in sys.stdin:
             pass
         return
-    name = os.environ.get("DEMO_NAME", "demo")
+    banner = os.environ.get("DEMO_BANNER")
+    if banner:
+        print(banner, flush=True)
+    server = build(os.environ.get("DEMO_NAME", "demo"), tasks=os.environ.get("DEMO_TASKS") == "1")
     if "--http" in sys.argv:
-        _serve_http(build(name))
+        _serve_http(server)
         return
     if mode == "slow-exit":
         import signal
 
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-        build(name).run("stdio")
+        server.run("stdio")
         while True:  # the end of stdin does not stop it; SIGTERM does
             signal.pause()
-    build(name).run("stdio")
+    server.run("stdio")
 
 
 def _serve_http(server: MCPServer) -> None:

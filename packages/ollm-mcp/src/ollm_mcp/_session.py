@@ -3,12 +3,14 @@
 The ``mcp`` SDK does the protocol and the transports (its stdio client closes the
 server's input, then terminates and kills its process group, every wait bounded, even
 when cancelled); this module gives each failure a code and a message naming the server.
+What the SDK cannot read is screened on its way in (``_unreadable``).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
@@ -24,7 +26,14 @@ from ollm.tools.result import ToolResult
 from ollm.tools.tool import Tool
 from ollm_mcp._errors import MCPErrorCode, mcp_error, stderr_tail
 from ollm_mcp._server import MCPServer
-from ollm_mcp._tools import result_for_model, tool_from_mcp
+from ollm_mcp._tools import needs_task_call, result_for_model, tool_from_mcp
+from ollm_mcp._unreadable import (
+    PARSING_FAILED,
+    in_session,
+    screened,
+    stray_line,
+    unreadable_reason,
+)
 from ollm_mcp._version import __version__
 
 __all__ = ["open_session"]
@@ -50,6 +59,7 @@ async def open_session(server: MCPServer) -> AsyncIterator[list[Tool]]:
                     session.client = client
                     tools = await session.list_tools()
                     started = True
+                    session.started()
                     scope.deadline = math.inf  # the start is over: no deadline for the session
                     try:
                         yield tools
@@ -64,7 +74,7 @@ async def open_session(server: MCPServer) -> AsyncIterator[list[Tool]]:
         if scope.cancelled_caught and not started:
             raise mcp_error(
                 f"MCP server {server.name!r} did not answer within {server.startup_timeout:g} "
-                f"seconds ({server.describe()}).{session.last_words()} Check that it speaks "
+                f"seconds ({server.describe()}).{session.start_words()} Check that it speaks "
                 "MCP, or give it more time with startup_timeout_sec.",
                 MCPErrorCode.SERVER_TIMEOUT,
             )
@@ -80,14 +90,50 @@ class _Session:
         self.scope: anyio.CancelScope | None = None
         self.left = anyio.Event()  # the session has begun to wind down
         self.http_status: int | None = None  # the last HTTP error status, if any
+        self.stray: str | None = None  # the first message that was not MCP, quoted
+        self._said_stray = False
+        self._running = False
+
+    def on_stray(self, text: str) -> None:
+        """The server sent something that is not MCP: quote the first, in one line."""
+        if self.stray is None:
+            self.stray = stray_line(text)
+            if self._running:
+                self._say_stray()
+
+    def started(self) -> None:
+        """The tools are listed: what went wrong on the way can be said now."""
+        self._running = True
+        if self.stray is not None:
+            self._say_stray()
+
+    def _say_stray(self) -> None:
+        if self._said_stray:
+            return
+        self._said_stray = True
+        step = (
+            "; a server should write only MCP there, and its own messages to stderr"
+            if self.server.command
+            else ""
+        )
+        log.warning("MCP server %r %s. It was ignored%s.", self.server.name, self._stray(), step)
+
+    def _stray(self) -> str:
+        if self.server.command:
+            return f"wrote a line that is not MCP to its standard output: {self.stray}"
+        return f"sent a message that is not MCP: {self.stray}"
 
     async def list_tools(self) -> list[Tool]:
         assert self.client is not None
         tools: list[Tool] = []
+        task_only: list[str] = []
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
             page = await self.client.list_tools(cursor=cursor)
             for listed in page.tools:
+                if needs_task_call(listed):
+                    task_only.append(listed.name)
+                    continue
                 made = tool_from_mcp(self.server.name, listed, self.call, self.server.tool_timeout)
                 if made is not None:
                     tools.append(made)
@@ -100,16 +146,30 @@ class _Session:
                 self.server.name,
                 MAX_TOOL_PAGES,
             )
+        if task_only:
+            log.warning(
+                "MCP server %r: tools that run only as MCP tasks are left out (ollm does not "
+                "start tasks): %s",
+                self.server.name,
+                ", ".join(map(repr, task_only)),
+            )
         return tools
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Call a tool; a cancelled call sends MCP's notifications/cancelled (the SDK does)."""
         assert self.client is not None
         try:
-            result = await self.client.call_tool(name, arguments)
+            with in_session():
+                result = await self.client.call_tool(name, arguments)
         except MCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED:
                 raise await self.stopped() from None
+            if _unreadable(exc):
+                raise mcp_error(
+                    f"MCP server {self.server.name!r} answered the call, but its answer "
+                    f"{unreadable_reason(exc.message)}, so the result is lost. " + _UNREADABLE_STEP,
+                    MCPErrorCode.SERVER_ERROR,
+                ) from None
             raise mcp_error(
                 f"MCP server {self.server.name!r} answered the call with error {exc.code}: "
                 f"{exc.message}",
@@ -128,6 +188,13 @@ class _Session:
     def last_words(self) -> str:
         tail = stderr_tail(self.stderr)
         return f" Its last words on stderr: {tail}." if tail else ""
+
+    def start_words(self) -> str:
+        """Its last words, and the first thing it sent that is not MCP (said only here)."""
+        if self.stray is None or self._said_stray:
+            return self.last_words()
+        self._said_stray = True
+        return f" It {self._stray()}.{self.last_words()}"
 
     async def stopped(self) -> OllmError:
         """The server is gone: end the session (the next chat starts it again); the error."""
@@ -159,8 +226,14 @@ class _Session:
         if isinstance(closed, MCPError) and closed.code == mcp_types.CONNECTION_CLOSED:
             return mcp_error(
                 f"MCP server {server.name!r} stopped before it was ready ({where})."
-                f"{self.last_words()} Run the command by hand to see why.",
+                f"{self.start_words()} Run the command by hand to see why.",
                 MCPErrorCode.SERVER_FAILED,
+            )
+        if isinstance(closed, MCPError) and _unreadable(closed):
+            return mcp_error(
+                f"MCP server {server.name!r} could not be started ({where}): its answer "
+                f"{unreadable_reason(closed.message)}.{self.start_words()} " + _UNREADABLE_STEP,
+                MCPErrorCode.SERVER_ERROR,
             )
         step = (
             "Check that the command starts an MCP server on stdio."
@@ -172,7 +245,7 @@ class _Session:
             step = "It wants credentials: check the headers (an Authorization token?)."
         return mcp_error(
             f"MCP server {server.name!r} could not be started or reached ({where}): "
-            f"{_describe(exc)}{status}.{self.last_words()} {step}",
+            f"{_describe(exc)}{status}.{self.start_words()} {step}",
             MCPErrorCode.SERVER_FAILED,
         )
 
@@ -189,10 +262,8 @@ async def _client(session: _Session, stack: AsyncExitStack) -> AsyncIterator[mcp
         parameters = mcp.StdioServerParameters(
             command=server.command, args=list(server.args), env=server.env or None, cwd=server.cwd
         )
-        target = (
-            stdio_client(parameters, errlog=cast(TextIO, stderr))
-            if stderr is not None
-            else parameters
+        target = screened(
+            stdio_client(parameters, errlog=cast(TextIO, stderr or sys.stderr)), session.on_stray
         )
     elif server.url:
         import httpx2
@@ -210,12 +281,14 @@ async def _client(session: _Session, stack: AsyncExitStack) -> AsyncIterator[mcp
                 event_hooks={"response": [note_status]},
             )
         )
-        target = streamable_http_client(server.url, http_client=http)
+        target = screened(streamable_http_client(server.url, http_client=http), session.on_stray)
     else:
         # JSON-RPC over in-memory streams: the path a subprocess takes, cancellation included.
         target, mode = server.server, "legacy"
-    async with mcp.Client(target, mode=mode, client_info=info) as client:
-        yield client
+    # The SDK's tasks, started inside, are marked as this session's (for its log records).
+    with in_session():
+        async with mcp.Client(target, mode=mode, client_info=info) as client:
+            yield client
 
 
 @contextmanager
@@ -226,6 +299,17 @@ def _stderr_file(server: MCPServer) -> Iterator[IO[str] | None]:
         return
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as file:
         yield file
+
+
+_UNREADABLE_STEP = (
+    "If the server is yours, make its answers flatter or valid MCP; otherwise report it "
+    "to its author."
+)
+
+
+def _unreadable(exc: MCPError) -> bool:
+    """Whether ``exc`` stands for an answer the SDK could not read (not the server's own)."""
+    return exc.code == mcp_types.PARSE_ERROR and exc.message.startswith(PARSING_FAILED)
 
 
 def _leaf(

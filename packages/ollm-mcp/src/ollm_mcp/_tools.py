@@ -17,7 +17,7 @@ from ollm.tools.toolset import valid_tool_name
 from ollm.types.messages import ImagePart
 from ollm.types.request import ToolSchema
 
-__all__ = ["result_for_model", "tool_from_mcp"]
+__all__ = ["needs_task_call", "result_for_model", "tool_from_mcp"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,13 @@ def tool_from_mcp(
         validator=validator,
         timeout=timeout,
     )
+
+
+def needs_task_call(listed: mcp_types.Tool) -> bool:
+    """Whether the tool runs only as an MCP task (``execution.taskSupport: required``):
+    a plain call, the only kind ollm makes, fails with -32601."""
+    execution = listed.execution
+    return execution is not None and execution.task_support == "required"
 
 
 def _validator(server: str, name: str, schema: dict[str, Any]) -> ArgumentsValidator | None:
