@@ -1,7 +1,8 @@
 """How a model's arguments are read and checked against a tool's schema, in the exact words
 the model is told: enums and constants, unions that match no branch, arrays, values shown
 cut short, Python literals and inline calls, bad JSON's position, the example of the shape
-a tool wants; through the ReAct parser and through the recovery of calls written as text."""
+a tool wants, input nested past any depth; through the ReAct parser and through the
+recovery of calls written as text."""
 
 from __future__ import annotations
 
@@ -606,7 +607,7 @@ def test_a_streamed_input_ends_at_its_closing_brace_whatever_comes_before_it() -
     assert scanner.stop == "call closed"
 
 
-# -- a recursive schema: checked as deep as 64 levels, and never a RecursionError ---------
+# -- deep nesting: a recursive schema checked 64 levels deep, and never a RecursionError ---
 
 NESTED = tool(
     "nest",
@@ -638,3 +639,16 @@ def test_a_misfit_deep_in_a_recursive_schema_is_found() -> None:
 def test_a_value_nested_past_the_checked_depth_never_raises() -> None:
     parsed = parse_reply(f"Action: nest\nAction Input: {_nested(900)}", (NESTED,))
     assert isinstance(parsed, ParsedAction)
+
+
+def _deep_action_input(depth: int) -> str:
+    return "Thought: go\nAction: echo\nAction Input: " + "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [100, 5_000, 50_000])
+def test_an_action_input_nested_past_any_depth_never_raises(depth: int) -> None:
+    schema = ollm.ToolSchema("echo", "Echo.", {"type": "object", "properties": {}})
+    parsed: Any = parse_reply(_deep_action_input(depth), [schema])
+    assert isinstance(parsed, (FormatProblem, ParsedAction))
+    if isinstance(parsed, FormatProblem):
+        assert parsed.detail

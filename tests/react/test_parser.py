@@ -251,6 +251,44 @@ def test_an_inline_call_to_a_tool_without_arguments(
     assert parse_reply("Action: current_time()", schemas) == ParsedAction("current_time", {})
 
 
+OWLS = {"query": "owls"}
+_NAME_100 = "y" * 100
+
+
+def _tools(*names: str) -> tuple[ollm.ToolSchema, ...]:
+    """Tools that take what ``search`` takes, under these names."""
+    parameters = {"type": "object", "properties": {"query": {"type": "string"}}}
+    return tuple(ollm.ToolSchema(name=name, parameters=parameters) for name in names)
+
+
+def test_a_name_with_a_space_is_the_tool_it_spells_before_its_first_word() -> None:
+    reply = 'Action: search web\nAction Input: {"query": "owls"}'
+    assert parse_reply(reply, _tools("search", "search_web")) == ParsedAction("search_web", OWLS)
+    # and only when it spells none, its first word
+    reply = 'Action: search (the web)\nAction Input: {"query": "owls"}'
+    assert parse_reply(reply, _tools("search", "search_web")) == ParsedAction("search", OWLS)
+
+
+def test_lines_between_the_action_and_its_input_are_not_the_name() -> None:
+    reply = 'Action: search web\nfor the owls\nand the bats\nAction Input: {"query": "owls"}'
+    assert parse_reply(reply, _tools("search", "search_web")) == ParsedAction("search_web", OWLS)
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"), [(_NAME_100, _NAME_100), ("y" * 101, _NAME_100 + "...")]
+)
+def test_an_unknown_name_on_the_action_line_is_shown_up_to_100_characters(
+    name: str, shown: str, schemas: tuple[ollm.ToolSchema, ...]
+) -> None:
+    parsed = parse_reply(f"Action: {name}\nAction Input: {{}}", schemas)
+    assert isinstance(parsed, FormatProblem)
+    assert (parsed.kind, parsed.detail, parsed.tool) == (
+        "unknown_tool",
+        f"there is no tool named {shown!r}",
+        shown,
+    )
+
+
 # -- the action's input ----------------------------------------------------------------
 
 
@@ -468,3 +506,31 @@ def test_an_ambiguous_name_says_what_it_could_mean() -> None:
     assert isinstance(parsed, FormatProblem)
     assert parsed.kind == "unknown_tool"
     assert parsed.detail == "the tool name 'search' could mean Search or SEARCH"
+
+
+# -- the closing fence of a fenced answer ------------------------------------------------
+
+FENCED: dict[str, tuple[str, ParsedAnswer]] = {
+    # the fence opened after the first line, before the marker: its close is dropped
+    "a fence opened after other text": (
+        "Thought: x\n```\nFinal Answer: 42\n```",
+        ParsedAnswer("42", "x"),
+    ),
+    # backticks inside a line open no fence: the answer keeps all its fence lines
+    "backticks inside the thought's line": (
+        "Thought: I use ``` here\nFinal Answer: run:\n```\nls\n```\n```",
+        ParsedAnswer("run:\n```\nls\n```\n```", "I use ``` here"),
+    ),
+    # ... nor inside the answer's lines: the fenced reply's close is still dropped
+    "backticks inside the answer's line": (
+        "```\nThought: x\nFinal Answer: here\nuse ``` to fence\n```",
+        ParsedAnswer("here\nuse ``` to fence", "x"),
+    ),
+}
+
+
+@pytest.mark.parametrize(("reply", "parsed"), FENCED.values(), ids=FENCED.keys())
+def test_only_fence_lines_count_for_the_closing_fence(
+    reply: str, parsed: ParsedAnswer, schemas: tuple[ollm.ToolSchema, ...]
+) -> None:
+    assert parse_reply(reply, schemas) == parsed

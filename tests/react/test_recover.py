@@ -1,5 +1,6 @@
 """Tool calls that native-tool models write as text, recovered: each format, every chunking,
-through ChatClient and FakeOllamaServer; and replies with no call come out unchanged."""
+through ChatClient and FakeOllamaServer; replies with no call come out unchanged; a
+provider stream with no ``aclose``, and ids past the ten-thousandth recovered call."""
 
 from __future__ import annotations
 
@@ -440,3 +441,70 @@ async def test_a_stream_that_ends_without_a_finish_still_shows_what_was_held(
     notices = [e.message for e in events if isinstance(e, ollm.NoticeEvent)]
     assert len(notices) == len(calls)
     assert all(message.startswith("qwen wrote 1 tool call as text") for message in notices)
+
+
+# -- the strategy's stream at its edges --------------------------------------------------
+
+
+_CALL = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+
+
+def request(history: tuple[ollm.Message, ...] = ()) -> ollm.ProviderRequest:
+    return ollm.ProviderRequest(
+        model="qwen",
+        messages=(*history, ollm.Message.user("Weather?")),
+        tools=(weather_schema(), ollm.ToolSchema(name="now", parameters={"type": "object"})),
+    )
+
+
+class _PlainIterator:
+    """An async iterator that is not a generator: it has no ``aclose``."""
+
+    def __init__(self, events: list[ollm.ProviderEvent]) -> None:
+        self.events = iter(events)
+
+    def __aiter__(self) -> _PlainIterator:
+        return self
+
+    async def __anext__(self) -> ollm.ProviderEvent:
+        try:
+            return next(self.events)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+
+class _PlainProvider:
+    name = "plain"
+
+    def __init__(self, *events: ollm.ProviderEvent) -> None:
+        self.events = list(events)
+
+    def chat_stream(self, request: ollm.ProviderRequest) -> _PlainIterator:
+        return _PlainIterator(self.events)
+
+
+async def test_a_provider_stream_without_aclose_is_read_to_its_end() -> None:
+    provider = _PlainProvider(
+        ollm.TextEvent("Sure. "), ollm.TextEvent(f"<tool_call>{_CALL}</tool_call>")
+    )
+    events = [e async for e in RecoveringStrategy().stream(provider, request())]  # type: ignore[arg-type]
+    assert [type(e) for e in events] == [ollm.TextEvent, ollm.NoticeEvent, ollm.ToolCallEvent]
+    assert events[0] == ollm.TextEvent("Sure. ")
+    assert events[2].call == ollm.ToolCall("recovered_1", "get_weather", {"city": "Paris"})  # type: ignore[attr-defined]
+
+
+async def test_ids_go_on_past_ten_thousand_calls_in_one_reply() -> None:
+    """Every recovered call gets its id, however many one reply holds."""
+    earlier = ollm.ToolCall("call_a", "now", {})
+    history = (
+        ollm.Message.user("Time?"),
+        ollm.Message.assistant("", tool_calls=(earlier,)),
+        ollm.Message.tool("12:00", call=earlier),
+    )
+    count = 10_001
+    chunks = ['<tool_call>{"name": "now"}</tool_call>'] * count
+    provider = ScriptedProvider(Reply(chunks))
+    events = [e async for e in RecoveringStrategy().stream(provider, request(history))]
+    ids = [e.call.id for e in events if isinstance(e, ollm.ToolCallEvent)]
+    assert ids == [f"recovered_{n}" for n in range(2, count + 2)]
+    assert isinstance(events[-1], ollm.FinishEvent)

@@ -14,6 +14,14 @@ def shown(chunks: list[str]) -> list[tuple[str, str]]:
     return stream_scan(chunks)[0]
 
 
+def streamed(chunks: list[str]) -> dict[str, str]:
+    """What a scanner shows for these chunks, joined by kind."""
+    kinds: dict[str, str] = {}
+    for kind, text in shown(chunks):
+        kinds[kind] = kinds.get(kind, "") + text
+    return kinds
+
+
 @pytest.mark.parametrize("size", [1, 3, 1000])
 def test_an_implicit_answer_is_shown_when_the_reply_ends(size: int) -> None:
     text = "  Paris is the capital.\n"
@@ -248,3 +256,135 @@ def test_a_call_closes_at_the_bracket_that_balances_its_opening(before: str, clo
     assert scanner.stop is None
     scanner.feed(closing)
     assert scanner.stop == "call closed"
+
+
+# -- the stream: which unfinished lines are held back -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "partial",
+    ["F", "Fi", "Fin", "Final", "Final ", "Final_", "Final-", "Final  ", "Action In", "Obs"],
+)
+def test_a_line_that_may_still_become_a_marker_is_held_back(partial: str) -> None:
+    scanner = StreamScanner()
+    assert scanner.feed("Thought: x\n" + partial) == [("thinking", "x")]
+
+
+@pytest.mark.parametrize("line", ["Answered", "Thoughtful", "Finale", "Answerxxxx", "Actionxx"])
+def test_a_line_that_cannot_become_a_marker_is_shown_at_once(line: str) -> None:
+    scanner = StreamScanner()
+    assert scanner.feed("Thought: x\n" + line) == [("thinking", "x\n" + line)]
+
+
+def test_a_marker_with_joined_words_is_one_under_every_split() -> None:
+    reply = "Thought: x\nFinal_Answer: 42"
+    for cut in range(1, len(reply)):
+        assert streamed([reply[:cut], reply[cut:]]) == {"thinking": "x", "text": "42"}, cut
+
+
+@pytest.mark.parametrize(
+    ("first_line", "thinking", "answer"),
+    [
+        # a fence line of 80 characters opens the fenced reply: its close is dropped
+        ("```" + "x" * 77, "x", "42"),
+        ("```" + " " * 77, "x", "42"),
+        # 81 characters are a line of text, and the last fence is the answer's
+        ("```" + "x" * 78, "```" + "x" * 78 + "\nx", "42\n```"),
+    ],
+)
+def test_the_longest_fence_line_streams_as_the_parser_reads_it(
+    first_line: str, thinking: str, answer: str
+) -> None:
+    reply = f"{first_line}\nThought: x\nFinal Answer: 42\n```"
+    assert parse_reply(reply) == ParsedAnswer(answer, thinking)
+    for size in (1, 7, len(reply)):
+        chunks = [reply[i : i + size] for i in range(0, len(reply), size)]
+        assert streamed(chunks) == {"thinking": thinking, "text": answer}, size
+
+
+# -- the stream: where a <think> tag may open a block -------------------------------------
+
+THINK_CHUNKS: list[tuple[list[str], bool]] = [
+    # (chunks, whether the <think> tag stays text): a tag opens a block only at the start
+    # of a line, after spaces or tabs; the chunk that ends the line before it must tell
+    (["Thought: x\n", "<think>y</think>Final Answer: z"], False),
+    (["Thought: x\nmore\n", "<think>y</think>Final Answer: z"], False),
+    (["Thought: x\n", "  ", "<think>y</think>Final Answer: z"], False),
+    (["Thought: x\n", "\t", " ", "<think>y</think>Final Answer: z"], False),
+    (["Thought: x\ny", "<think>y</think>Final Answer: z"], True),
+    (["Thought: x\n", "ab", "<think>y</think>Final Answer: z"], True),
+    (["Thought: x\n", "XX", "<think>y</think>Final Answer: z"], True),
+    (["Thought: x\nXX", "<think>y</think>Final Answer: z"], True),
+    # a no-break space is not a space here (nor in the batch parser)
+    (["Thought: x\n\xa0", "<think>y</think>Final Answer: z"], True),
+    (["Thought: x\n", "\xa0", "<think>y</think>Final Answer: z"], True),
+]
+
+
+@pytest.mark.parametrize(("chunks", "tag_is_text"), THINK_CHUNKS)
+def test_a_think_tag_opens_a_block_only_at_a_line_start_however_the_reply_is_cut(
+    chunks: list[str], tag_is_text: bool
+) -> None:
+    reply = "".join(chunks)
+    assert streamed(chunks) == streamed([reply])
+    assert ("<think>" in streamed(chunks)["thinking"]) is tag_is_text
+    # the batch parser agrees: the answer's marker starts a line only after a block
+    assert isinstance(parse_reply(reply), ParsedAnswer) is not tag_is_text
+
+
+# -- wherever the chunks fall ------------------------------------------------------------
+
+
+# chunks -> what is shown, merged by kind
+CHUNKED: list[tuple[list[str], list[tuple[str, str]]]] = [
+    # a marker in the middle of a line: shown when the reply ends, as the batch parser
+    # reads it (the answer after it), wherever the chunks fall
+    (["The label reads ", "Final Answer: 42"], [("text", "42")]),
+    (list("The label reads Final Answer: 42"), [("text", "42")]),
+    # one trailing space at the end of a chunk is held, and dropped at the end
+    (["Final Answer: 4", "2 "], [("text", "42")]),
+    (["Final Answer: 4", "2 ", "x"], [("text", "42 x")]),
+    # a thought shown chunk by chunk still ends its line before the next one
+    (
+        ["Thought: a", "bc", "\nThought: d\nFinal Answer: e"],
+        [("thinking", "abc\nd"), ("text", "e")],
+    ),
+    # "```py" followed by more words is no fence: the answer keeps its own fence
+    (
+        ["```py", " is not a fence", "\nThought: x\nFinal Answer: a\n```"],
+        [("thinking", "```py is not a fence\nx"), ("text", "a\n```")],
+    ),
+]
+
+
+@pytest.mark.parametrize(("chunks", "expected"), CHUNKED, ids=lambda x: repr(x)[:40])
+def test_what_the_stream_scanner_shows_wherever_the_chunks_fall(
+    chunks: list[str], expected: list[tuple[str, str]]
+) -> None:
+    merged, scanner = stream_scan(chunks)
+    assert merged == expected
+    assert scanner.stop is None
+    parsed = parse_reply("".join(chunks), ())
+    assert isinstance(parsed, ParsedAnswer)
+    assert parsed.answer == "".join(text for kind, text in merged if kind == "text")
+
+
+def test_thinking_and_text_of_one_chunk_stay_apart() -> None:
+    """A thought whose last word is "text" is not merged into the answer after it."""
+    scanner = StreamScanner()
+    assert scanner.feed("Thought: text\nFinal Answer: 42") == [
+        ("thinking", "text"),
+        ("text", "42"),
+    ]
+    scanner = StreamScanner()
+    assert scanner.feed("Thought: thinking\nThought: more") == [("thinking", "thinking\nmore")]
+
+
+def test_a_second_end_shows_nothing_more() -> None:
+    """A caller may end a scanner twice (a cleanup path): the second end adds nothing."""
+    for chunks in (["Thought: ok\nFinal An"], ["Hello"], ["Final Answer: 42\n```"]):
+        scanner = StreamScanner()
+        for chunk in chunks:
+            scanner.feed(chunk)
+        assert scanner.end()
+        assert scanner.end() == []

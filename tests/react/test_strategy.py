@@ -1,15 +1,11 @@
-"""What mutation testing found untested in the strategy, the rendering and the instructions.
-
-The words the model reads (every correction, the wrap-up request, Observations), the
-strategy's review on its own (a reply it did not stream, counts of malformed replies in
-a row, repeated calls), its system prompt as tools, system and options change, the last
-reply at the turn limit, and the edges of its stream (no finish, a provider's iterator
-that is not a generator, thinking from two sources).
-"""
+"""ReActStrategy on its own: the names it answers to, its review of a reply (one it did
+not stream, counts of malformed replies in a row, repeated calls), its system prompt as
+tools, system and options change, the last reply at the turn limit, and the edges of its
+stream (no finish, a provider's iterator that is not a generator, thinking from two
+sources)."""
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,13 +13,8 @@ import pytest
 
 import ollm
 from ollm_react import (
-    FormatProblem,
     ReActStrategy,
     build_instructions,
-    feedback,
-    parse_reply,
-    render_messages,
-    render_observation,
     wrap_up_prompt,
 )
 from ollm_react.plugin import ollm_tool_strategies
@@ -36,194 +27,10 @@ ANSWER = "Thought: I have it.\nFinal Answer: It is sunny in Paris."
 MISSING_INPUT = "Action: search"
 THOUGHT = "Thought: Paris is in France."
 FALLBACK = "I could not finish within the turn limit."
-ALL_TOOLS = "<one of: get_weather, search, current_time>"
-EXAMPLE_Q = '{"q": "..."}'
-
-
-def shapes(action: str = ALL_TOOLS, arguments: str = "<one JSON object>") -> str:
-    """The two reply shapes every correction ends with."""
-    return (
-        "Reply in exactly one of these two shapes.\n"
-        "To use a tool:\n"
-        "Thought: <your short reasoning>\n"
-        f"Action: {action}\n"
-        f"Action Input: {arguments}\n"
-        "To answer:\n"
-        "Thought: <your short reasoning>\n"
-        "Final Answer: <your answer for the user>"
-    )
 
 
 def texts(events: list[Any]) -> str:
     return "".join(e.text for e in events if isinstance(e, ollm.TextEvent))
-
-
-# -- what the model reads --------------------------------------------------------------
-
-UNUSABLE = "Observation: Error: your reply could not be used:"
-
-
-@pytest.mark.parametrize(
-    ("reply", "first_line", "action", "arguments"),
-    [
-        (
-            "",
-            f"{UNUSABLE} the reply was empty. Write a Thought, then an Action with its "
-            "Action Input, or a Final Answer.",
-            ALL_TOOLS,
-            "<one JSON object>",
-        ),
-        (
-            THOUGHT,
-            f"{UNUSABLE} the reply had a Thought but no Action and no Final Answer. "
-            "After the Thought, write an Action with its Action Input, or a Final Answer.",
-            ALL_TOOLS,
-            "<one JSON object>",
-        ),
-        (
-            "Final Answer:",
-            f"{UNUSABLE} the Final Answer was empty. Write the answer itself after "
-            "'Final Answer:'.",
-            ALL_TOOLS,
-            "<one JSON object>",
-        ),
-        (
-            'Action Input: {"query": "x"}',
-            f"{UNUSABLE} the reply had an Action Input but no Action line before it. "
-            "Write the Action line (the tool name) before its Action Input.",
-            ALL_TOOLS,
-            "<one JSON object>",
-        ),
-        (
-            "Action:",
-            f"{UNUSABLE} the Action line had no tool name. Write the tool name after 'Action:'.",
-            ALL_TOOLS,
-            "<one JSON object>",
-        ),
-        (
-            MISSING_INPUT,
-            f"{UNUSABLE} the Action had no Action Input line after it. After the Action "
-            "line, write 'Action Input:' and the arguments as JSON (use {} when the tool "
-            "takes no arguments).",
-            "search",
-            '{"query": "..."}',
-        ),
-        (
-            'Action: get_weather\nAction Input: {"city": 3}',
-            f"{UNUSABLE} Action Input does not fit the arguments of get_weather: Expected "
-            "`string`, got `int` - at `$.city`. Write the Action Input again as one JSON "
-            "object with double quotes.",
-            "get_weather",
-            '{"city": "..."}',
-        ),
-        (
-            'Action: serch\nAction Input: {"query": "x"}',
-            "Observation: Error: there is no tool named 'serch'. Did you mean search? The "
-            "tools are: get_weather, search, current_time. Use one of these names exactly.",
-            ALL_TOOLS,
-            "<one JSON object>",
-        ),
-        (
-            "Action: launch_rocket\nAction Input: {}",
-            "Observation: Error: there is no tool named 'launch_rocket'. The tools are: "
-            "get_weather, search, current_time. Use one of these names exactly.",
-            ALL_TOOLS,
-            "<one JSON object>",
-        ),
-    ],
-)
-def test_every_correction_word_for_word(
-    reply: str,
-    first_line: str,
-    action: str,
-    arguments: str,
-    schemas: tuple[ollm.ToolSchema, ...],
-) -> None:
-    parsed = parse_reply(reply, schemas)
-    assert isinstance(parsed, FormatProblem)
-    assert feedback(parsed, schemas) == f"{first_line}\n{shapes(action, arguments)}"
-
-
-@pytest.mark.parametrize(
-    ("reply", "first_line"),
-    [
-        (
-            "Action: launch_rocket\nAction Input: {}",
-            "Observation: Error: there is no tool named 'launch_rocket'. The tools are: "
-            "(none). Use one of these names exactly.",
-        ),
-        (
-            "Action:",
-            f"{UNUSABLE} the Action line had no tool name. Write the tool name after 'Action:'.",
-        ),
-    ],
-)
-def test_a_correction_without_tools_says_there_are_none(reply: str, first_line: str) -> None:
-    parsed = parse_reply(reply, ())
-    assert isinstance(parsed, FormatProblem)
-    assert feedback(parsed, ()) == f"{first_line}\n{shapes('<one of: (none)>')}"
-
-
-def test_a_correction_quotes_the_models_own_words_as_written() -> None:
-    # A strict schema names the unknown field as the model wrote it, " \n" included
-    # (the correction was once tidied by replacing " \n" in the whole text).
-    strict = ollm.ToolSchema(
-        "lookup",
-        "Look something up.",
-        {"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": False},
-    )
-    parsed = parse_reply('Action: lookup\nAction Input: {"q": "x", "a \\n": 1}', (strict,))
-    assert isinstance(parsed, FormatProblem)
-    first_line = (
-        f"{UNUSABLE} Action Input does not fit the arguments of lookup: Object contains "
-        "unknown field `a \n` (known: `q`) - at `$`. Write the Action Input again as one "
-        "JSON object with double quotes."
-    )
-    assert feedback(parsed, (strict,)) == f"{first_line}\n{shapes('lookup', EXAMPLE_Q)}"
-
-
-def test_the_wrap_up_request_word_for_word() -> None:
-    assert wrap_up_prompt() == (
-        "Observation: You have used all the tool calls allowed for this question. "
-        "Do not use any tool now. Reply with your best answer from what you already "
-        "know, in this shape:\n"
-        "Thought: <your short reasoning>\n"
-        "Final Answer: <your answer for the user>"
-    )
-
-
-@pytest.mark.parametrize(
-    ("shown", "expected"),
-    [
-        # A result is not an error unless the caller says so.
-        (render_observation("It is sunny."), 'Observation: "It is sunny."'),
-        (
-            render_observation("Zürich: keine Daten", is_error=True),
-            'Observation: {"error": "Zürich: keine Daten"}',
-        ),
-        (render_observation('{"city": "Zürich"}'), 'Observation: {"city": "Zürich"}'),
-        # Only JSON's whitespace is stripped before reading a result as JSON.
-        (render_observation("\f42"), 'Observation: "\\f42"'),
-        (render_observation("\u00a042"), 'Observation: "\u00a042"'),
-        (render_observation("X42X"), 'Observation: "X42X"'),
-    ],
-)
-def test_observations_beyond_the_table(shown: str, expected: str) -> None:
-    assert shown == expected
-
-
-def test_the_history_without_a_thought_cut_short_or_with_arguments_that_are_not_json() -> None:
-    call = ollm.ToolCall("c1", "remind", {"day": datetime.date(2024, 5, 1)})
-    rendered = render_messages(
-        (
-            ollm.Message.assistant("", tool_calls=(call,)),
-            ollm.Message.assistant("It was cut sho", incomplete=True),
-        )
-    )
-    assert rendered == (
-        ollm.Message.assistant('Action: remind\nAction Input: {"day": "2024-05-01"}'),
-        ollm.Message.assistant("It was cut sho", incomplete=True),
-    )
 
 
 # -- the strategy's names ----------------------------------------------------------------

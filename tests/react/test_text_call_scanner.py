@@ -1,12 +1,7 @@
-"""What the mutation run of the text-call recovery and the streaming scanner asked about.
-
-TextCallScanner: the call shapes and separators each format accepts, the space a list or
-a fence may hold before its call, a reply exactly 64 KiB long, a bad ``<tool_call>``
-block before a good one (found the same under every chunking), a provider stream with no
-``aclose``, ids past the ten-thousandth recovered call. StreamScanner: what it shows when
-the chunks fall at a line's middle, a thought's end or a trailing space, and a second
-``end()``.
-"""
+"""TextCallScanner on its own (it is public): the call shapes and separators each format
+accepts, the space a list or a fence may hold before its call, a reply exactly 64 KiB
+long, a bad ``<tool_call>`` block before a good one (found the same under every
+chunking), and a second ``end()``."""
 
 from __future__ import annotations
 
@@ -15,13 +10,9 @@ from typing import Any
 import pytest
 
 import ollm
-from ollm_react import RecoveringStrategy, StreamScanner, TextCallScanner
-from ollm_react._parser import ParsedAnswer, parse_reply
-from ollm_testutils import Reply, ScriptedProvider
+from ollm_react import TextCallScanner
 
-from .conftest import chunkings, stream_scan, weather_schema
-
-pytestmark = pytest.mark.anyio
+from .conftest import chunkings, weather_schema
 
 CALL = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
 OSLO = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
@@ -161,121 +152,3 @@ def test_a_second_end_shows_nothing_more() -> None:
     assert scanner.feed(CALL) == []
     assert scanner.end() == [("calls", [PARIS], "json")]
     assert scanner.end() == []
-    for chunks in (["Thought: ok\nFinal An"], ["Hello"], ["Final Answer: 42\n```"]):
-        stream = StreamScanner()
-        for chunk in chunks:
-            stream.feed(chunk)
-        assert stream.end()
-        assert stream.end() == []
-
-
-# -- through the strategy ----------------------------------------------------------------
-
-
-def request(history: tuple[ollm.Message, ...] = ()) -> ollm.ProviderRequest:
-    return ollm.ProviderRequest(
-        model="qwen",
-        messages=(*history, ollm.Message.user("Weather?")),
-        tools=(weather_schema(), ollm.ToolSchema(name="now", parameters={"type": "object"})),
-    )
-
-
-class _PlainIterator:
-    """An async iterator that is not a generator: it has no ``aclose``."""
-
-    def __init__(self, events: list[ollm.ProviderEvent]) -> None:
-        self.events = iter(events)
-
-    def __aiter__(self) -> _PlainIterator:
-        return self
-
-    async def __anext__(self) -> ollm.ProviderEvent:
-        try:
-            return next(self.events)
-        except StopIteration:
-            raise StopAsyncIteration from None
-
-
-class _PlainProvider:
-    name = "plain"
-
-    def __init__(self, *events: ollm.ProviderEvent) -> None:
-        self.events = list(events)
-
-    def chat_stream(self, request: ollm.ProviderRequest) -> _PlainIterator:
-        return _PlainIterator(self.events)
-
-
-async def test_a_provider_stream_without_aclose_is_read_to_its_end() -> None:
-    provider = _PlainProvider(
-        ollm.TextEvent("Sure. "), ollm.TextEvent(f"<tool_call>{CALL}</tool_call>")
-    )
-    events = [e async for e in RecoveringStrategy().stream(provider, request())]  # type: ignore[arg-type]
-    assert [type(e) for e in events] == [ollm.TextEvent, ollm.NoticeEvent, ollm.ToolCallEvent]
-    assert events[0] == ollm.TextEvent("Sure. ")
-    assert events[2].call == ollm.ToolCall("recovered_1", "get_weather", {"city": "Paris"})  # type: ignore[attr-defined]
-
-
-async def test_ids_go_on_past_ten_thousand_calls_in_one_reply() -> None:
-    """Every recovered call gets its id, however many one reply holds."""
-    earlier = ollm.ToolCall("call_a", "now", {})
-    history = (
-        ollm.Message.user("Time?"),
-        ollm.Message.assistant("", tool_calls=(earlier,)),
-        ollm.Message.tool("12:00", call=earlier),
-    )
-    count = 10_001
-    chunks = ['<tool_call>{"name": "now"}</tool_call>'] * count
-    provider = ScriptedProvider(Reply(chunks))
-    events = [e async for e in RecoveringStrategy().stream(provider, request(history))]
-    ids = [e.call.id for e in events if isinstance(e, ollm.ToolCallEvent)]
-    assert ids == [f"recovered_{n}" for n in range(2, count + 2)]
-    assert isinstance(events[-1], ollm.FinishEvent)
-
-
-# -- the streaming scanner ---------------------------------------------------------------
-
-
-# chunks -> what is shown, merged by kind
-CHUNKED: list[tuple[list[str], list[tuple[str, str]]]] = [
-    # a marker in the middle of a line: shown when the reply ends, as the batch parser
-    # reads it (the answer after it), wherever the chunks fall
-    (["The label reads ", "Final Answer: 42"], [("text", "42")]),
-    (list("The label reads Final Answer: 42"), [("text", "42")]),
-    # one trailing space at the end of a chunk is held, and dropped at the end
-    (["Final Answer: 4", "2 "], [("text", "42")]),
-    (["Final Answer: 4", "2 ", "x"], [("text", "42 x")]),
-    # a thought shown chunk by chunk still ends its line before the next one
-    (
-        ["Thought: a", "bc", "\nThought: d\nFinal Answer: e"],
-        [("thinking", "abc\nd"), ("text", "e")],
-    ),
-    # "```py" followed by more words is no fence: the answer keeps its own fence
-    (
-        ["```py", " is not a fence", "\nThought: x\nFinal Answer: a\n```"],
-        [("thinking", "```py is not a fence\nx"), ("text", "a\n```")],
-    ),
-]
-
-
-@pytest.mark.parametrize(("chunks", "expected"), CHUNKED, ids=lambda x: repr(x)[:40])
-def test_what_the_stream_scanner_shows_wherever_the_chunks_fall(
-    chunks: list[str], expected: list[tuple[str, str]]
-) -> None:
-    merged, scanner = stream_scan(chunks)
-    assert merged == expected
-    assert scanner.stop is None
-    parsed = parse_reply("".join(chunks), ())
-    assert isinstance(parsed, ParsedAnswer)
-    assert parsed.answer == "".join(text for kind, text in merged if kind == "text")
-
-
-def test_thinking_and_text_of_one_chunk_stay_apart() -> None:
-    """A thought whose last word is "text" is not merged into the answer after it."""
-    scanner = StreamScanner()
-    assert scanner.feed("Thought: text\nFinal Answer: 42") == [
-        ("thinking", "text"),
-        ("text", "42"),
-    ]
-    scanner = StreamScanner()
-    assert scanner.feed("Thought: thinking\nThought: more") == [("thinking", "thinking\nmore")]
