@@ -12,7 +12,16 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_helpers import DEADLOCK, DEMO, RAW, STARTUP_TIMEOUTS, gone, pids, wait_until_gone
+from mcp_helpers import (
+    DEADLOCK,
+    DEMO,
+    RAW,
+    STARTUP_TIMEOUTS,
+    assert_details_only_in_debug,
+    gone,
+    pids,
+    wait_until_gone,
+)
 from runtime_helpers import assert_history_valid, assert_one_finish_last, collect
 
 import ollm
@@ -195,8 +204,7 @@ async def test_an_answer_nested_too_deep_to_read_is_the_calls_error_at_once(
     assert (shallow.result, shallow.is_error) == ("150 levels", False)
     assert_one_finish_last(events, "stop")
     assert_history_valid(client.conversation)
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
-    assert any(r.exc_info for r in caplog.records if r.name.startswith("ollm_mcp"))
+    assert_details_only_in_debug(caplog.records)
 
 
 async def test_a_server_of_another_sdk_answering_too_deep_with_its_id_last(

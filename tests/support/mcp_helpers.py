@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -52,3 +53,10 @@ async def wait_until_gone(pid: int) -> None:
     with anyio.fail_after(DEADLOCK):
         while not gone(pid):
             await anyio.sleep(0.01)
+
+
+def assert_details_only_in_debug(records: list[logging.LogRecord]) -> None:
+    """Nothing a user sees by default was logged, and the SDK's details (a traceback) are
+    in the debug log, for ``--debug``."""
+    assert [r.getMessage() for r in records if r.levelno >= logging.WARNING] == []
+    assert any(r.exc_info for r in records if r.name.startswith("ollm_mcp"))
