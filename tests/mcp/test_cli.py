@@ -219,9 +219,9 @@ def test_a_server_that_writes_only_garbage_is_one_line_quoting_it(  # type: igno
     result = run(server, "tools", "--mcp", str(write_servers(junk=exits)))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        "error: MCP server 'junk' stopped before it was ready (sh -c 'echo garbage; echo more; "
-        "exit 1'). It wrote a line that is not MCP to its standard output: 'garbage'. Run the "
-        "command by hand to see why."
+        "error[MCP_SERVER_FAILED]: MCP server 'junk' stopped before it was ready "
+        "(sh -c 'echo garbage; echo more; exit 1'). It wrote a line that is not MCP to its "
+        "standard output: 'garbage'. Run the command by hand to see why."
     ]
     for timeout in STARTUP_TIMEOUTS:
         # It must have read ollm's first request and answered it before its time is up.
@@ -233,7 +233,9 @@ def test_a_server_that_writes_only_garbage_is_one_line_quoting_it(  # type: igno
         result = run(server, "tools", "--mcp", str(write_servers(junk=answers)))
         assert result.returncode == 1
         [line] = result.stderr.splitlines()
-        assert line.startswith(f"error: MCP server 'junk' did not answer within {timeout:g} ")
+        assert line.startswith(
+            f"error[MCP_SERVER_TIMEOUT]: MCP server 'junk' did not answer within {timeout:g} "
+        )
         if "garbage" in line:
             break
     assert line.endswith(

@@ -8,8 +8,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-from ollm.tools.tool import Tool
-from ollm.tools.toolset import check_toolset_name
+from ollm import Tool
+from ollm.kit import check_toolset_name
 
 __all__ = ["DEFAULT_STARTUP_TIMEOUT", "MCPServer"]
 

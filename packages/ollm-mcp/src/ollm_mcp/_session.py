@@ -21,9 +21,8 @@ import mcp
 import mcp_types
 from mcp.shared.exceptions import MCPError
 
+from ollm import Tool, ToolResult
 from ollm.errors import OllmError
-from ollm.tools.result import ToolResult
-from ollm.tools.tool import Tool
 from ollm_mcp._errors import MCPErrorCode, mcp_error, stderr_tail
 from ollm_mcp._server import MCPServer
 from ollm_mcp._tools import needs_task_call, result_for_model, tool_from_mcp

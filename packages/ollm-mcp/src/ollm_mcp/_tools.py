@@ -11,11 +11,9 @@ from typing import Any
 import mcp_types
 import msgspec
 
-from ollm.tools.result import ToolResult
-from ollm.tools.tool import ArgumentsValidator, Tool
-from ollm.tools.toolset import valid_tool_name
-from ollm.types.messages import ImagePart
-from ollm.types.request import ToolSchema
+from ollm import ArgumentsValidator, Tool, ToolResult
+from ollm.kit import valid_tool_name
+from ollm.types import ImagePart, ToolSchema
 
 __all__ = ["needs_task_call", "result_for_model", "tool_from_mcp"]
 

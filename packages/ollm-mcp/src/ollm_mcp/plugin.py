@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ollm.hookspecs import hookimpl
-from ollm.types.specs import ToolsetSpec
+from ollm.types import ToolsetSpec
 
 if TYPE_CHECKING:
-    from ollm.tools.toolset import Toolset
+    from ollm import Toolset
 
 __all__ = ["ollm_toolsets"]
 

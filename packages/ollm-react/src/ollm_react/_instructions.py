@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ollm.types.request import ToolSchema
+from ollm.types import ToolSchema
 from ollm_react._arguments import example_input
 from ollm_react._parser import FormatProblem
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ollm.types.request import ToolSchema
+from ollm.types import ToolSchema
 from ollm_react._arguments import (
     EMPTY,
     Decoded,

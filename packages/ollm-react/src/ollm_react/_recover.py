@@ -36,17 +36,19 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
 
-from ollm.types.events import (
+from ollm.types import (
     FinishEvent,
+    Message,
     NoticeEvent,
+    ProviderAdapter,
     ProviderEvent,
+    ProviderRequest,
+    ReplyReview,
     TextEvent,
+    ToolCall,
     ToolCallEvent,
+    ToolSchema,
 )
-from ollm.types.messages import Message, ToolCall
-from ollm.types.provider import ProviderAdapter
-from ollm.types.request import ProviderRequest, ToolSchema
-from ollm.types.strategy import ReplyReview
 from ollm_react._arguments import Balance
 from ollm_react._blobs import MISSING, call_in
 from ollm_react._parser import clean_tool_name, resolve_tool

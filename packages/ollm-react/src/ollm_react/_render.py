@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ollm.types.messages import Message
+from ollm.types import Message
 from ollm_react._markers import MARKERS
 
 __all__ = [

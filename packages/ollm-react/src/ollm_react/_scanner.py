@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from ollm.types.request import ToolSchema
+from ollm.types import ToolSchema
 from ollm_react._arguments import Balance, call_opening
 from ollm_react._markers import (
     MARKER_LINE,

@@ -18,18 +18,20 @@ from typing import Any
 import msgspec
 
 from ollm.errors import ErrorCode
-from ollm.types.events import (
+from ollm.types import (
     ErrorEvent,
     FinishEvent,
+    Message,
+    ProviderAdapter,
     ProviderEvent,
+    ProviderRequest,
+    ReplyReview,
     TextEvent,
     ThinkingEvent,
+    ToolCall,
     ToolCallEvent,
+    ToolSchema,
 )
-from ollm.types.messages import Message, ToolCall
-from ollm.types.provider import ProviderAdapter
-from ollm.types.request import ProviderRequest, ToolSchema
-from ollm.types.strategy import ReplyReview
 from ollm_react._instructions import build_instructions, feedback, wrap_up_prompt
 from ollm_react._parser import (
     FormatProblem,

@@ -12,8 +12,7 @@ tool calling unless a chat turns it off (``recover_text_tool_calls=False``).
 from __future__ import annotations
 
 from ollm.hookspecs import hookimpl
-from ollm.types.specs import StrategySpec
-from ollm.types.strategy import ToolStrategy
+from ollm.types import StrategySpec, ToolStrategy
 
 __all__ = ["ollm_tool_strategies"]
 
