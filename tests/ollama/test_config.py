@@ -227,6 +227,6 @@ def test_credentials_in_ollama_host_become_basic_auth_and_leave_the_url() -> Non
     provider = OllamaProvider(environ={"OLLAMA_HOST": "https://alice:s%40cret@ollama.example:443"})
     assert provider.host == "https://ollama.example:443"
     # base64("alice:s@cret")
-    assert provider.config.headers["Authorization"] == "Basic YWxpY2U6c0BjcmV0"
+    assert provider.http.config.headers["Authorization"] == "Basic YWxpY2U6c0BjcmV0"
     keyed = OllamaProvider(environ={"OLLAMA_HOST": "http://alice:pw@h:1", "OLLAMA_API_KEY": "sk-1"})
-    assert keyed.config.headers["Authorization"] == "Bearer sk-1"  # an explicit key wins
+    assert keyed.http.config.headers["Authorization"] == "Bearer sk-1"  # an explicit key wins

@@ -12,16 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ollm.errors import InvalidRequestError
-from ollm_http import (
-    Stack,
-    check_base_url,
-    credentials_header,
-    display_url,
-    is_loopback,
-    seconds_setting,
-    secret_setting,
-    stack_setting,
-)
+from ollm_http import ServerSettings, secret_setting
 
 __all__ = [
     "DEFAULT_API_VERSION",
@@ -54,30 +45,21 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
 
 
 @dataclass(frozen=True)
-class GeminiConfig:
+class GeminiConfig(ServerSettings):
     """The settings of the Gemini provider, resolved.
 
-    ``api_key_setting`` names where the key came from (or should), for messages.
-    ``base_url`` holds no credentials (``user:secret@`` becomes ``credentials``, a Basic
-    ``Authorization``); the key, the credentials and the headers are not in its ``repr``.
+    The API's address, timeouts, HTTP stack and headers are ``ollm_http``'s
+    ``ServerSettings``, read as every provider reads them. ``api_key_setting`` names
+    where the key came from (or should), for messages; the key is not in the ``repr``.
     """
 
     base_url: str = DEFAULT_BASE_URL
+    timeout: float = DEFAULT_TIMEOUT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     api_key: str | None = field(default=None, repr=False)
     api_key_setting: str = ENV_API_KEY
     api_version: str = DEFAULT_API_VERSION
     default_model: str | None = DEFAULT_MODEL
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    timeout: float = DEFAULT_TIMEOUT
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
-    http: Stack = "builtin"
-    verify: bool | str = True
-    credentials: str | None = field(default=None, repr=False)
-
-    @property
-    def loopback(self) -> bool:
-        """Whether the API is on this machine (a test server, a local gateway)."""
-        return is_loopback(self.base_url)
 
     @property
     def where(self) -> str:
@@ -113,8 +95,19 @@ class GeminiConfig:
             key, setting = env[ENV_GOOGLE_API_KEY], ENV_GOOGLE_API_KEY
         else:
             key, setting = None, ENV_API_KEY
-        url = check_base_url(
-            base_url or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL, ENV_BASE_URL, DEFAULT_BASE_URL
+        server = ServerSettings.read(
+            base_url or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL,
+            url_setting=ENV_BASE_URL,
+            example=DEFAULT_BASE_URL,
+            prefix="OLLM_GEMINI",
+            environ=env,
+            default_timeout=DEFAULT_TIMEOUT,
+            default_connect_timeout=DEFAULT_CONNECT_TIMEOUT,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            http=http,
+            verify=verify,
+            headers=headers,
         )
         version = (api_version or env.get(ENV_API_VERSION) or DEFAULT_API_VERSION).strip("/ ")
         if version not in _VERSIONS:
@@ -123,23 +116,11 @@ class GeminiConfig:
                 f"{', '.join(_VERSIONS)} (v1beta has every feature ollm uses)."
             )
         return cls(
-            base_url=display_url(url),
-            credentials=credentials_header(url),
+            **server.settings(),
             api_key=secret_setting(key, setting),
             api_key_setting=setting,
             api_version=version,
             default_model=model or env.get(ENV_MODEL) or DEFAULT_MODEL,
-            headers=dict(headers or {}),
-            timeout=seconds_setting(timeout, env.get(ENV_TIMEOUT), ENV_TIMEOUT, DEFAULT_TIMEOUT),
-            connect_timeout=seconds_setting(
-                connect_timeout,
-                env.get(ENV_CONNECT_TIMEOUT),
-                ENV_CONNECT_TIMEOUT,
-                DEFAULT_CONNECT_TIMEOUT,
-                name="connect_timeout",
-            ),
-            http=stack_setting(http, env.get(ENV_HTTP), ENV_HTTP),
-            verify=True if verify is None else verify,
         )
 
     def resource(self, model: str) -> str:

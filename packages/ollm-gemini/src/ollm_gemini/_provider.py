@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -32,13 +32,10 @@ from ollm_gemini._version import __version__
 from ollm_gemini._wire import BatchEmbeddings, CountTokens, ModelCard, ModelList
 from ollm_http import (
     NO_RETRY,
-    Adjust,
     ErrorContext,
     FrameStream,
-    HTTPConfig,
     HTTPProvider,
     Limits,
-    Reply,
     RetryPolicy,
     Timeouts,
     check_health,
@@ -75,19 +72,6 @@ def _context(config: GeminiConfig) -> ErrorContext:
             f"({ENV_TIMEOUT}=1200)"
         ),
     )
-
-
-def _headers(config: GeminiConfig) -> dict[str, str]:
-    headers = {
-        "User-Agent": f"ollm/{ollm_version} ollm-gemini/{__version__}",
-        "Accept": "application/json",
-    }
-    if config.api_key:
-        headers["x-goog-api-key"] = config.api_key
-    if config.credentials:
-        headers["Authorization"] = config.credentials
-    headers.update(config.headers)
-    return headers
 
 
 class GeminiProvider(HTTPProvider):
@@ -146,15 +130,11 @@ class GeminiProvider(HTTPProvider):
         )
         config = self.config
         super().__init__(
-            HTTPConfig(
-                config.base_url,
-                headers=_headers(config),
-                timeouts=Timeouts.uniform(config.connect_timeout, config.timeout),
-                limits=Limits(max_line=MAX_EVENT_BYTES),
-                verify=config.verify,
-                trust_env=not config.loopback,
+            config.http_config(
+                agent=f"ollm/{ollm_version} ollm-gemini/{__version__}",
                 context=_context(config),
-                secret_headers=tuple(config.headers),  # a user's own headers may carry keys
+                headers={"x-goog-api-key": config.api_key} if config.api_key else {},
+                limits=Limits(max_line=MAX_EVENT_BYTES),
             ),
             stack=config.http,
             transport=transport,
@@ -176,39 +156,16 @@ class GeminiProvider(HTTPProvider):
 
     # -- requests ----------------------------------------------------------------------
 
-    async def open(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any = None,
-        build: Callable[[], Any] | None = None,
-        model: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        timeouts: Timeouts | None = None,
-        adjust: Adjust | None = None,
-        retry: RetryPolicy | None = None,
-    ) -> Reply:
-        """Send a request (``HTTPProvider.open``); without a key, Google's own API is not
-        asked at all: it would refuse."""
+    def precheck(self, method: str, path: str, *, model: str | None) -> OllmError | None:
+        """Without a key, Google's own API is not asked at all: it would refuse."""
         if self.config.api_key is None and self.config.base_url == DEFAULT_BASE_URL:
-            raise AuthenticationError(
+            return AuthenticationError(
                 "No Gemini API key is set. Set GEMINI_API_KEY (or GOOGLE_API_KEY) to a key from "
                 "https://aistudio.google.com/apikey.",
                 provider=PROVIDER,
                 model=model,
             )
-        return await super().open(
-            method,
-            path,
-            json=json,
-            build=build,
-            model=model,
-            headers=headers,
-            timeouts=timeouts,
-            adjust=adjust,
-            retry=retry,
-        )
+        return None
 
     def error_for(
         self, status: int, body: bytes, headers: httpx.Headers, *, path: str, model: str | None

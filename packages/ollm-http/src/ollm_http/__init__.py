@@ -52,6 +52,7 @@ from ollm_http._retry import (
     with_retries,
 )
 from ollm_http._settings import (
+    ServerSettings,
     Stack,
     check_base_url,
     credentials_header,
@@ -95,6 +96,7 @@ __all__ = [
     "Reply",
     "RetryPolicy",
     "ServerSentEvent",
+    "ServerSettings",
     "Stack",
     "Timeouts",
     "__version__",

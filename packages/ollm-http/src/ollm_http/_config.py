@@ -173,13 +173,23 @@ _FORBIDDEN = frozenset("\r\n\0")
 
 
 def check_header(name: str, value: str, context: ErrorContext | None = None) -> None:
-    """Refuse a header whose name or value holds CR, LF or NUL, before anything is sent.
+    """Refuse a header whose name or value holds CR, LF or NUL, or what is not ASCII,
+    before anything is sent; the message names the header, never its value.
 
-    Such a header would end the line early on the wire: a second, forged header (even
-    a second ``Content-Length``).
+    CR or LF would end the line early on the wire: a second, forged header (even a
+    second ``Content-Length``); httpx cannot send other characters at all.
     """
     if _FORBIDDEN.isdisjoint(name) and _FORBIDDEN.isdisjoint(value):
-        return
+        if (name + value).isascii():
+            return
+        # httpx sends header values as ASCII: anything else would fail as a traceback.
+        raise InvalidRequestError(
+            f"The HTTP header {name!r} has a character that is not ASCII in its "
+            f"{'name' if not name.isascii() else 'value'} (a curly quote or a non-breaking "
+            "space pasted from a web page?), which no header can carry. Write it again in "
+            "plain ASCII in the headers you configured.",
+            provider=context.code_name if context else None,
+        )
     where = "name" if not _FORBIDDEN.isdisjoint(name) else "value"
     raise InvalidRequestError(
         f"The HTTP header {name!r} has a line break or NUL character in its {where}, "

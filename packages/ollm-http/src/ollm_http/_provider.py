@@ -152,6 +152,11 @@ class HTTPProvider:
             status=status,
         )
 
+    def precheck(self, method: str, path: str, *, model: str | None) -> OllmError | None:
+        """An error to raise instead of sending a request that would certainly be refused
+        (Gemini's API without a key); ``None`` (the default) sends it."""
+        return None
+
     async def available_models(self) -> list[str] | None:
         """The models the server has, for a ``MODEL_NOT_FOUND`` message (``None``: unknown).
 
@@ -182,6 +187,9 @@ class HTTPProvider:
         ``adjust`` may change what ``build`` makes after a refusal (an option the server
         does not take) and ask for the request to be sent again.
         """
+        refused = self.precheck(method, path, model=model)
+        if refused is not None:
+            raise refused
         policy = retry if retry is not None else self.retry
         adjusted = 0
         number = 0

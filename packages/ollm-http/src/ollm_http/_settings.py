@@ -7,15 +7,19 @@ an environment variable (or a profile), else a default; a bad value is an
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import math
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ollm.errors import InvalidRequestError
-from ollm_http._config import split_credentials
+from ollm_http._config import ErrorContext, HTTPConfig, Limits, Timeouts, split_credentials
 
 __all__ = [
+    "ServerSettings",
     "Stack",
     "check_base_url",
     "credentials_header",
@@ -30,6 +34,104 @@ Stack = Literal["builtin", "httpx"]
 """What carries the requests: ollm's own HTTP/1.1 transport, or httpx's own stack."""
 
 STACKS: tuple[Stack, ...] = ("builtin", "httpx")
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Where a provider's server is and how to reach it, read the same way by every provider.
+
+    A provider's own configuration extends it (``OllamaConfig``, ``OpenAIConfig``,
+    ``GeminiConfig`` do) and builds it with ``read``; ``http_config`` then gives the
+    ``HTTPConfig`` of its ``HTTPProvider``. ``base_url`` holds no credentials (a
+    ``user:secret@`` in the setting becomes ``credentials``, a Basic ``Authorization``);
+    the credentials and ``headers`` (the user's own, which may carry keys: they are
+    treated as secret) are never in the ``repr``.
+    """
+
+    base_url: str
+    timeout: float = 300.0
+    connect_timeout: float = 10.0
+    http: Stack = "builtin"
+    verify: bool | str = True
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    credentials: str | None = field(default=None, repr=False)
+
+    @staticmethod
+    def read(
+        url: str,
+        *,
+        url_setting: str,
+        example: str,
+        prefix: str,
+        environ: Mapping[str, str],
+        default_timeout: float,
+        default_connect_timeout: float,
+        timeout: object = None,
+        connect_timeout: object = None,
+        http: object = None,
+        verify: bool | str | None = None,
+        headers: Mapping[str, str] | None = None,
+        checked: bool = False,
+    ) -> ServerSettings:
+        """Each setting from its argument, else ``PREFIX_TIMEOUT``, ``PREFIX_CONNECT_TIMEOUT``
+        and ``PREFIX_HTTP`` in ``environ``, else the defaults; every bad value refused in
+        the same words (``check_base_url``, ``seconds_setting``, ``stack_setting``).
+        ``checked`` says ``url`` was checked already (a provider with its own address
+        rules, as Ollama's host)."""
+        if not checked:
+            url = check_base_url(url, url_setting, example)
+        return ServerSettings(
+            base_url=display_url(url),
+            credentials=credentials_header(url),
+            timeout=seconds_setting(
+                timeout, environ.get(f"{prefix}_TIMEOUT"), f"{prefix}_TIMEOUT", default_timeout
+            ),
+            connect_timeout=seconds_setting(
+                connect_timeout,
+                environ.get(f"{prefix}_CONNECT_TIMEOUT"),
+                f"{prefix}_CONNECT_TIMEOUT",
+                default_connect_timeout,
+                name="connect_timeout",
+            ),
+            http=stack_setting(http, environ.get(f"{prefix}_HTTP"), f"{prefix}_HTTP"),
+            verify=True if verify is None else verify,
+            headers=dict(headers or {}),
+        )
+
+    def settings(self) -> dict[str, Any]:
+        """These fields by name, for a provider's configuration built from them."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(ServerSettings)}
+
+    @property
+    def loopback(self) -> bool:
+        """Whether the server is on this machine (no proxy is ever used for it)."""
+        return is_loopback(self.base_url)
+
+    def http_config(
+        self,
+        *,
+        agent: str,
+        context: ErrorContext,
+        headers: Mapping[str, str] | None = None,
+        limits: Limits | None = None,
+    ) -> HTTPConfig:
+        """The ``HTTPConfig`` for these settings: ``User-Agent: agent``, JSON asked for,
+        ``headers`` (the provider's: its key...), the credentials of the URL as
+        ``Authorization`` unless one is set, and the user's own ``headers``, secret."""
+        sent = {"User-Agent": agent, "Accept": "application/json", **(headers or {})}
+        if self.credentials and not any(k.lower() == "authorization" for k in sent):
+            sent["Authorization"] = self.credentials
+        sent.update(self.headers)
+        return HTTPConfig(
+            self.base_url,
+            headers=sent,
+            timeouts=Timeouts.uniform(self.connect_timeout, self.timeout),
+            limits=limits or Limits(),
+            verify=self.verify,
+            trust_env=not self.loopback,
+            context=context,
+            secret_headers=tuple(self.headers),
+        )
 
 
 def check_base_url(url: str, setting: str, example: str) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ollm.errors import InvalidRequestError
-from ollm_http import Stack, is_loopback, seconds_setting, secret_setting, stack_setting
+from ollm_http import ServerSettings, is_loopback, secret_setting
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
@@ -187,20 +187,24 @@ def _keep_alive_help(source: str, value: object) -> str:
 
 
 @dataclass(frozen=True)
-class OllamaConfig:
-    """The resolved settings of one provider."""
+class OllamaConfig(ServerSettings):
+    """The resolved settings of one provider.
 
-    host: str = DEFAULT_HOST
+    The server's address (``host``, the same as ``base_url``), timeouts, HTTP stack and
+    headers are ``ollm_http``'s ``ServerSettings``, read as every provider reads them;
+    ``api_key`` (``OLLAMA_API_KEY``) is never in the ``repr``.
+    """
+
+    base_url: str = DEFAULT_HOST
     timeout: float = DEFAULT_TIMEOUT
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     keep_alive: KeepAlive | None = None
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    http: Stack = "builtin"
+    api_key: str | None = field(default=None, repr=False)
 
     @property
-    def loopback(self) -> bool:
-        """Whether the server is on this machine."""
-        return is_loopback(self.host)
+    def host(self) -> str:
+        """The server's base URL, for example ``http://127.0.0.1:11434``."""
+        return self.base_url
 
     @classmethod
     def resolve(
@@ -219,26 +223,25 @@ class OllamaConfig:
         if host is None:
             host = environ.get(ENV_HOST) or None
             source = ENV_HOST
-        all_headers = dict(headers or {})
-        api_key = secret_setting(environ.get(ENV_API_KEY), ENV_API_KEY)
-        if api_key and not any(k.lower() == "authorization" for k in all_headers):
-            all_headers["Authorization"] = f"Bearer {api_key}"
-        basic = host_authorization(host)
-        if basic and not any(k.lower() == "authorization" for k in all_headers):
-            all_headers["Authorization"] = basic
+        server = ServerSettings.read(
+            parse_host(host, source=source),
+            url_setting=ENV_HOST,
+            example=DEFAULT_HOST,
+            prefix="OLLM_OLLAMA",
+            environ=environ,
+            default_timeout=DEFAULT_TIMEOUT,
+            default_connect_timeout=DEFAULT_CONNECT_TIMEOUT,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            http=http,
+            headers=headers,
+            checked=True,
+        )
+        settings = server.settings()
+        # A bare host with credentials (user:secret@host) is Ollama's own form.
+        settings["credentials"] = host_authorization(host)
         return cls(
-            host=parse_host(host, source=source),
-            timeout=seconds_setting(
-                timeout, environ.get(ENV_TIMEOUT), ENV_TIMEOUT, DEFAULT_TIMEOUT
-            ),
-            connect_timeout=seconds_setting(
-                connect_timeout,
-                environ.get(ENV_CONNECT_TIMEOUT),
-                ENV_CONNECT_TIMEOUT,
-                DEFAULT_CONNECT_TIMEOUT,
-                name="connect_timeout",
-            ),
+            **settings,
             keep_alive=normalize_keep_alive(keep_alive),
-            headers=all_headers,
-            http=stack_setting(http, environ.get(ENV_HTTP), ENV_HTTP),
+            api_key=secret_setting(environ.get(ENV_API_KEY), ENV_API_KEY),
         )

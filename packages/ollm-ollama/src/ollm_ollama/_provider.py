@@ -29,7 +29,6 @@ from ollm.types import (
 from ollm_http import (
     NO_RETRY,
     ErrorContext,
-    HTTPConfig,
     HTTPProvider,
     Limits,
     RetryPolicy,
@@ -127,20 +126,14 @@ class OllamaProvider(HTTPProvider):
         )
         config = self.config
         super().__init__(
-            HTTPConfig(
-                config.host,
-                headers={
-                    "User-Agent": f"ollm/{ollm_version} ollm-ollama/{__version__}",
-                    "Content-Type": "application/json",
-                    "Accept": "application/json",
-                    **config.headers,
-                },
-                timeouts=Timeouts.uniform(config.connect_timeout, config.timeout),
-                limits=Limits(max_line=MAX_LINE_BYTES),
-                # A local server needs no proxy.
-                trust_env=not config.loopback,
+            config.http_config(
+                agent=f"ollm/{ollm_version} ollm-ollama/{__version__}",
                 context=CONTEXT,
-                secret_headers=tuple(config.headers),  # a user's own headers may carry keys
+                headers={
+                    "Content-Type": "application/json",
+                    **({"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}),
+                },
+                limits=Limits(max_line=MAX_LINE_BYTES),
             ),
             stack=config.http,
             transport=transport,

@@ -28,16 +28,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ollm.errors import InvalidRequestError, ProviderNotFoundError
-from ollm_http import (
-    Stack,
-    check_base_url,
-    credentials_header,
-    display_url,
-    is_loopback,
-    seconds_setting,
-    secret_setting,
-    stack_setting,
-)
+from ollm_http import ServerSettings, secret_setting
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -77,7 +68,6 @@ _PASSED_ON = frozenset(
         "max_tokens_field",
         "stream_usage",
         "stream",
-        "verify",
     }
 )
 
@@ -107,27 +97,23 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 @dataclass(frozen=True)
-class OpenAIConfig:
+class OpenAIConfig(ServerSettings):
     """The settings of one OpenAI-compatible server, resolved.
 
-    ``api_key_setting`` names where the key comes from (or should), for messages.
-    ``official`` is true for OpenAI's own API, which refuses parameters that other
-    servers accept (``top_k``, ``chat_template_kwargs``). ``base_url`` holds no
-    credentials (``user:secret@`` in the setting becomes ``credentials``, a Basic
-    ``Authorization``); the key, the credentials and the configured headers (which
-    may hold keys, ``api-key = ...``) never appear in its ``repr``.
+    The server's address, timeouts, HTTP stack and headers are ``ollm_http``'s
+    ``ServerSettings``, read as every provider reads them. ``api_key_setting`` names
+    where the key comes from (or should), for messages. ``official`` is true for
+    OpenAI's own API, which refuses parameters that other servers accept (``top_k``,
+    ``chat_template_kwargs``). The key is never in the ``repr``.
     """
 
-    base_url: str
+    timeout: float = DEFAULT_TIMEOUT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     api_key: str | None = field(default=None, repr=False)
     api_key_setting: str = ENV_API_KEY
     organization: str | None = None
     project: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    credentials: str | None = field(default=None, repr=False)
     default_model: str | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     tools: bool | None = None
     vision: bool | None = None
     thinking: bool | None = None
@@ -135,8 +121,6 @@ class OpenAIConfig:
     max_tokens_field: MaxTokensField | None = None
     stream_usage: bool | None = None
     stream: bool = True
-    verify: bool | str = True
-    http: Stack = "builtin"
     profile: str | None = None
 
     @property
@@ -148,11 +132,6 @@ class OpenAIConfig:
     def official(self) -> bool:
         """Whether this is OpenAI's own API."""
         return (urlsplit(self.base_url).hostname or "").endswith("api.openai.com")
-
-    @property
-    def loopback(self) -> bool:
-        """Whether the server is on this machine (no proxy is ever used for it)."""
-        return is_loopback(self.base_url)
 
     @property
     def where(self) -> str:
@@ -215,29 +194,23 @@ class OpenAIConfig:
             org = organization or chosen.organization
             proj = project or chosen.project
             default_model = model or chosen.model
-        url = check_base_url(
+        server = ServerSettings.read(
             url,
-            ENV_BASE_URL if profile is None else f"profile {profile!r}",
-            "http://127.0.0.1:8000/v1",
+            url_setting=ENV_BASE_URL if profile is None else f"profile {profile!r}",
+            example="http://127.0.0.1:8000/v1",
+            prefix="OLLM_OPENAI",
+            environ=env,
+            default_timeout=DEFAULT_TIMEOUT,
+            default_connect_timeout=DEFAULT_CONNECT_TIMEOUT,
+            timeout=timeout if timeout is not None else chosen.timeout,
+            connect_timeout=(
+                connect_timeout if connect_timeout is not None else chosen.connect_timeout
+            ),
+            http=http if http is not None else chosen.http,
+            verify=chosen.verify if overrides.get("verify") is None else overrides["verify"],
+            headers={**chosen.headers, **(headers or {})},
         )
-        read = seconds_setting(
-            timeout if timeout is not None else chosen.timeout,
-            env.get(ENV_TIMEOUT),
-            ENV_TIMEOUT,
-            DEFAULT_TIMEOUT,
-        )
-        connect = seconds_setting(
-            connect_timeout if connect_timeout is not None else chosen.connect_timeout,
-            env.get(ENV_CONNECT_TIMEOUT),
-            ENV_CONNECT_TIMEOUT,
-            DEFAULT_CONNECT_TIMEOUT,
-            name="connect_timeout",
-        )
-        stack = stack_setting(
-            http if http is not None else chosen.http, env.get(ENV_HTTP), ENV_HTTP
-        )
-        merged_headers = {**chosen.headers, **(headers or {})}
-        unknown = overrides.keys() - _PASSED_ON
+        unknown = overrides.keys() - _PASSED_ON - {"verify"}
         if unknown:
             raise TypeError(f"OpenAIConfig.resolve() got unexpected arguments {sorted(unknown)}")
         # What the model and server can do: the argument, else the profile, else the default.
@@ -248,17 +221,12 @@ class OpenAIConfig:
             if value is not None:
                 values[name] = value
         return cls(
-            base_url=display_url(url),
-            credentials=credentials_header(url),
+            **server.settings(),
             api_key=secret_setting(key, key_setting),
             api_key_setting=key_setting,
             organization=org or None,
             project=proj or None,
-            headers=merged_headers,
             default_model=default_model or None,
-            timeout=read,
-            connect_timeout=connect,
-            http=stack,
             profile=profile,
             **values,
         )

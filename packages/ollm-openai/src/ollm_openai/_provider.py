@@ -34,7 +34,6 @@ from ollm_http import (
     Adjust,
     ErrorContext,
     FrameStream,
-    HTTPConfig,
     HTTPProvider,
     RetryPolicy,
     Timeouts,
@@ -82,19 +81,11 @@ def _context(config: OpenAIConfig) -> ErrorContext:
 
 
 def _headers(config: OpenAIConfig) -> dict[str, str]:
-    headers = {
-        "User-Agent": f"ollm/{ollm_version} ollm-openai/{__version__}",
-        "Accept": "application/json",
-    }
-    if config.api_key:
-        headers["Authorization"] = f"Bearer {config.api_key}"
-    elif config.credentials:
-        headers["Authorization"] = config.credentials
+    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     if config.organization:
         headers["OpenAI-Organization"] = config.organization
     if config.project:
         headers["OpenAI-Project"] = config.project
-    headers.update(config.headers)
     return headers
 
 
@@ -175,15 +166,10 @@ class OpenAIProvider(HTTPProvider):
         config = self.config
         self.name = config.provider_name
         super().__init__(
-            HTTPConfig(
-                config.base_url,
-                headers=_headers(config),
-                timeouts=Timeouts.uniform(config.connect_timeout, config.timeout),
-                verify=config.verify,
-                trust_env=not config.loopback,
+            config.http_config(
+                agent=f"ollm/{ollm_version} ollm-openai/{__version__}",
                 context=_context(config),
-                # Headers a user configures (a profile's api-key = ...) may carry keys.
-                secret_headers=tuple(config.headers),
+                headers=_headers(config),
             ),
             stack=config.http,
             transport=transport,
