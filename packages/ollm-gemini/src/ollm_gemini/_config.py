@@ -10,9 +10,10 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ollm.errors import InvalidRequestError
-from ollm_http import ServerSettings, secret_setting
+from ollm_http import ServerSettings, ServerSetup, secret_setting
 
 __all__ = [
     "DEFAULT_API_VERSION",
@@ -42,6 +43,11 @@ _VERSIONS = ("v1beta", "v1", "v1alpha")
 # A model's name: the resources the API has models under, and one name with no path in it.
 _COLLECTIONS = ("models", "tunedModels")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]*")
+
+
+SETUP = ServerSetup(
+    ENV_BASE_URL, DEFAULT_BASE_URL, "OLLM_GEMINI", DEFAULT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT
+)
 
 
 @dataclass(frozen=True)
@@ -95,20 +101,13 @@ class GeminiConfig(ServerSettings):
             key, setting = env[ENV_GOOGLE_API_KEY], ENV_GOOGLE_API_KEY
         else:
             key, setting = None, ENV_API_KEY
-        server = ServerSettings.read(
-            base_url or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL,
-            url_setting=ENV_BASE_URL,
-            example=DEFAULT_BASE_URL,
-            prefix="OLLM_GEMINI",
-            environ=env,
-            default_timeout=DEFAULT_TIMEOUT,
-            default_connect_timeout=DEFAULT_CONNECT_TIMEOUT,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            http=http,
-            verify=verify,
-            headers=headers,
-        )
+        url = base_url or env.get(ENV_BASE_URL) or DEFAULT_BASE_URL
+        given: dict[str, Any] = {
+            "timeout": timeout,
+            "connect_timeout": connect_timeout,
+            "http": http,
+        }
+        server = ServerSettings.read(url, SETUP, env, verify=verify, headers=headers, **given)
         version = (api_version or env.get(ENV_API_VERSION) or DEFAULT_API_VERSION).strip("/ ")
         if version not in _VERSIONS:
             raise InvalidRequestError(

@@ -53,6 +53,7 @@ from ollm_http._retry import (
 )
 from ollm_http._settings import (
     ServerSettings,
+    ServerSetup,
     Stack,
     check_base_url,
     credentials_header,
@@ -97,6 +98,7 @@ __all__ = [
     "RetryPolicy",
     "ServerSentEvent",
     "ServerSettings",
+    "ServerSetup",
     "Stack",
     "Timeouts",
     "__version__",

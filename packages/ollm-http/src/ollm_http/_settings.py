@@ -20,6 +20,7 @@ from ollm_http._config import ErrorContext, HTTPConfig, Limits, Timeouts, split_
 
 __all__ = [
     "ServerSettings",
+    "ServerSetup",
     "Stack",
     "check_base_url",
     "credentials_header",
@@ -34,6 +35,22 @@ Stack = Literal["builtin", "httpx"]
 """What carries the requests: ollm's own HTTP/1.1 transport, or httpx's own stack."""
 
 STACKS: tuple[Stack, ...] = ("builtin", "httpx")
+
+
+@dataclass(frozen=True)
+class ServerSetup:
+    """How a provider names and defaults its server's settings: the setting of its address
+    (``OLLAMA_HOST``) and an ``example`` of one, the ``prefix`` of its variables
+    (``OLLM_OLLAMA``: ``OLLM_OLLAMA_TIMEOUT``...), its default timeouts in seconds, and
+    whether ``check_base_url`` checks the address (not when the provider has its own rules,
+    as Ollama's host has)."""
+
+    url_setting: str
+    example: str
+    prefix: str
+    timeout: float
+    connect_timeout: float
+    check_url: bool = True
 
 
 @dataclass(frozen=True)
@@ -59,38 +76,33 @@ class ServerSettings:
     @staticmethod
     def read(
         url: str,
-        *,
-        url_setting: str,
-        example: str,
-        prefix: str,
+        setup: ServerSetup,
         environ: Mapping[str, str],
-        default_timeout: float,
-        default_connect_timeout: float,
+        *,
         timeout: object = None,
         connect_timeout: object = None,
         http: object = None,
         verify: bool | str | None = None,
         headers: Mapping[str, str] | None = None,
-        checked: bool = False,
     ) -> ServerSettings:
         """Each setting from its argument, else ``PREFIX_TIMEOUT``, ``PREFIX_CONNECT_TIMEOUT``
-        and ``PREFIX_HTTP`` in ``environ``, else the defaults; every bad value refused in
-        the same words (``check_base_url``, ``seconds_setting``, ``stack_setting``).
-        ``checked`` says ``url`` was checked already (a provider with its own address
-        rules, as Ollama's host)."""
-        if not checked:
-            url = check_base_url(url, url_setting, example)
+        and ``PREFIX_HTTP`` in ``environ`` (``setup`` names the prefix), else ``setup``'s
+        defaults; every bad value refused in the same words (``check_base_url``,
+        ``seconds_setting``, ``stack_setting``)."""
+        if setup.check_url:
+            url = check_base_url(url, setup.url_setting, setup.example)
+        prefix = setup.prefix
         return ServerSettings(
             base_url=display_url(url),
             credentials=credentials_header(url),
             timeout=seconds_setting(
-                timeout, environ.get(f"{prefix}_TIMEOUT"), f"{prefix}_TIMEOUT", default_timeout
+                timeout, environ.get(f"{prefix}_TIMEOUT"), f"{prefix}_TIMEOUT", setup.timeout
             ),
             connect_timeout=seconds_setting(
                 connect_timeout,
                 environ.get(f"{prefix}_CONNECT_TIMEOUT"),
                 f"{prefix}_CONNECT_TIMEOUT",
-                default_connect_timeout,
+                setup.connect_timeout,
                 name="connect_timeout",
             ),
             http=stack_setting(http, environ.get(f"{prefix}_HTTP"), f"{prefix}_HTTP"),

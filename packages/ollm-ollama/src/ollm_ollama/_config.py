@@ -13,9 +13,10 @@ import math
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ollm.errors import InvalidRequestError
-from ollm_http import ServerSettings, is_loopback, secret_setting
+from ollm_http import ServerSettings, ServerSetup, is_loopback, secret_setting
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
@@ -186,6 +187,12 @@ def _keep_alive_help(source: str, value: object) -> str:
     )
 
 
+# Ollama's host has rules of its own (parse_host): it is checked there.
+SETUP = ServerSetup(
+    ENV_HOST, DEFAULT_HOST, "OLLM_OLLAMA", DEFAULT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, check_url=False
+)
+
+
 @dataclass(frozen=True)
 class OllamaConfig(ServerSettings):
     """The resolved settings of one provider.
@@ -223,23 +230,16 @@ class OllamaConfig(ServerSettings):
         if host is None:
             host = environ.get(ENV_HOST) or None
             source = ENV_HOST
-        server = ServerSettings.read(
-            parse_host(host, source=source),
-            url_setting=ENV_HOST,
-            example=DEFAULT_HOST,
-            prefix="OLLM_OLLAMA",
-            environ=environ,
-            default_timeout=DEFAULT_TIMEOUT,
-            default_connect_timeout=DEFAULT_CONNECT_TIMEOUT,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            http=http,
-            headers=headers,
-            checked=True,
-        )
+        given: dict[str, Any] = {
+            "timeout": timeout,
+            "connect_timeout": connect_timeout,
+            "http": http,
+        }
+        server = ServerSettings.read(parse_host(host, source=source), SETUP, environ, **given)
         settings = server.settings()
         # A bare host with credentials (user:secret@host) is Ollama's own form.
         settings["credentials"] = host_authorization(host)
+        settings["headers"] = dict(headers or {})
         return cls(
             **settings,
             keep_alive=normalize_keep_alive(keep_alive),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ollm.errors import InvalidRequestError, ProviderNotFoundError
-from ollm_http import ServerSettings, secret_setting
+from ollm_http import ServerSettings, ServerSetup, secret_setting
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -94,6 +94,15 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     verify: bool | str | None = None
     http: str | None = None
     description: str | None = None
+
+
+SETUP = ServerSetup(
+    ENV_BASE_URL,
+    "http://127.0.0.1:8000/v1",
+    "OLLM_OPENAI",
+    DEFAULT_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT,
+)
 
 
 @dataclass(frozen=True)
@@ -194,21 +203,17 @@ class OpenAIConfig(ServerSettings):
             org = organization or chosen.organization
             proj = project or chosen.project
             default_model = model or chosen.model
-        server = ServerSettings.read(
-            url,
-            url_setting=ENV_BASE_URL if profile is None else f"profile {profile!r}",
-            example="http://127.0.0.1:8000/v1",
-            prefix="OLLM_OPENAI",
-            environ=env,
-            default_timeout=DEFAULT_TIMEOUT,
-            default_connect_timeout=DEFAULT_CONNECT_TIMEOUT,
-            timeout=timeout if timeout is not None else chosen.timeout,
-            connect_timeout=(
+        given: dict[str, Any] = {
+            "timeout": timeout if timeout is not None else chosen.timeout,
+            "connect_timeout": (
                 connect_timeout if connect_timeout is not None else chosen.connect_timeout
             ),
-            http=http if http is not None else chosen.http,
-            verify=chosen.verify if overrides.get("verify") is None else overrides["verify"],
-            headers={**chosen.headers, **(headers or {})},
+            "http": http if http is not None else chosen.http,
+            "verify": chosen.verify if overrides.get("verify") is None else overrides["verify"],
+        }
+        setup = SETUP if profile is None else replace(SETUP, url_setting=f"profile {profile!r}")
+        server = ServerSettings.read(
+            url, setup, env, headers={**chosen.headers, **(headers or {})}, **given
         )
         unknown = overrides.keys() - _PASSED_ON - {"verify"}
         if unknown:
