@@ -207,6 +207,9 @@ async def test_proxies_from_the_environment_apply_to_remote_hosts(
     [
         ("localhost:99999", "port must be a number from 1 to 65535"),
         ("127.0.0.1:0", "port must be a number from 1 to 65535"),
+        # An empty port is a mistake, not a wish for the default one.
+        ("127.0.0.1:", "the port after ':' is empty"),
+        ("http://ollama.example:/v1", "the port after ':' is empty"),
         ("http://", "no host name"),
         ("https:///", "no host name"),
         ("ftp://example.com", "scheme 'ftp'"),
