@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ollm.errors import InvalidRequestError
-from ollm_http import ServerSettings, ServerSetup, secret_setting
+from ollm_http import (
+    ServerSettings,
+    ServerSetup,
+    Stack,  # noqa: F401  (the inherited fields' annotations name it)
+    secret_setting,
+)
 
 __all__ = [
     "DEFAULT_API_VERSION",

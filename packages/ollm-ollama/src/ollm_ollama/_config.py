@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ollm.errors import InvalidRequestError
-from ollm_http import ServerSettings, ServerSetup, is_loopback, secret_setting
+from ollm_http import (
+    ServerSettings,
+    ServerSetup,
+    Stack,  # noqa: F401  (the inherited fields' annotations name it)
+    is_loopback,
+    secret_setting,
+)
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",

@@ -28,7 +28,12 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ollm.errors import InvalidRequestError, ProviderNotFoundError
-from ollm_http import ServerSettings, ServerSetup, secret_setting
+from ollm_http import (
+    ServerSettings,
+    ServerSetup,
+    Stack,  # noqa: F401  (the inherited fields' annotations name it)
+    secret_setting,
+)
 
 __all__ = [
     "DEFAULT_BASE_URL",
