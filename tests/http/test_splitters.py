@@ -113,3 +113,12 @@ def test_line_ends_of_every_kind_wherever_the_blocks_are_cut(blocks: list[bytes]
     splitter = EventSplitter()
     events = [event for block in blocks for event in splitter.feed(block)]
     assert events == [ServerSentEvent(data=expected)]
+
+
+def test_an_events_json_nested_too_deeply_is_a_value_error() -> None:
+    from ollm_http import ServerSentEvent
+
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(ValueError, match="nested too deeply"):
+        ServerSentEvent(data=deep).json()
+    assert ServerSentEvent(data='{"a": [1]}').json() == {"a": [1]}

@@ -33,8 +33,12 @@ class ServerSentEvent:
     retry: int | None = None
 
     def json(self) -> Any:
-        """``data`` decoded as JSON."""
-        return json.loads(self.data)
+        """``data`` decoded as JSON; ``ValueError`` (``json.JSONDecodeError``) for anything
+        that is not, JSON nested too deeply included (never a ``RecursionError``)."""
+        try:
+            return json.loads(self.data)
+        except RecursionError:
+            raise ValueError("the event's JSON is nested too deeply") from None
 
 
 class _SSEDecoder:
