@@ -29,6 +29,7 @@ _ROOTS = (
     "ollm_ollama",
     "ollm_openai",
     "ollm_gemini",
+    "ollm_llamacpp",
     "ollm_react",
     "ollm_mcp",
     "ollm_testutils",

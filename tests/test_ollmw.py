@@ -63,3 +63,34 @@ def test_a_command_that_uses_mcp_servers_installs_ollm_mcp(
 )
 def test_a_command_that_does_not_use_mcp_leaves_it_out(args: list[str]) -> None:
     assert "ollm-mcp" not in ollmw().packages_for(args, {"OLLM_MCP_CONFIG": ""})
+
+
+@pytest.mark.parametrize(
+    ("args", "environ"),
+    [
+        (["chat", "-p", "llamacpp", "-m", "gemma-3-270m", "hi"], {}),
+        (["chat", "-pllamacpp", "hi"], {}),
+        (["models", "--provider=llamacpp", "list"], {}),
+        (["models", "--prov", "llamacpp", "list"], {}),  # argparse's abbreviation
+        (["chat", "-m", "gemma-3-270m", "hi"], {"OLLM_PROVIDER": "llamacpp"}),
+    ],
+)
+def test_a_command_that_uses_the_llamacpp_provider_installs_it(
+    args: list[str], environ: dict[str, str]
+) -> None:
+    assert "ollm-llamacpp" in ollmw().packages_for(args, environ)
+
+
+@pytest.mark.parametrize(
+    "args", [["chat", "-p", "ollama", "llamacpp"], ["chat", "-m", "llamacpp", "hi"], []]
+)
+def test_a_command_that_does_not_use_llamacpp_leaves_its_build_out(args: list[str]) -> None:
+    assert "ollm-llamacpp" not in ollmw().packages_for(args, {"OLLM_PROVIDER": "ollama"})
+
+
+def test_llama_cpp_python_is_built_first_with_portable_cmake_options() -> None:
+    module = ollmw()
+    compiled = module.compiled_requirements(["ollm-core", "ollm-llamacpp"])
+    assert [r.split(">")[0] for r in compiled] == ["llama-cpp-python"]
+    env = module.compile_env(compiled)
+    assert "-DGGML_NATIVE=OFF" in env["CMAKE_ARGS"]

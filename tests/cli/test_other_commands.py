@@ -21,7 +21,10 @@ def test_models_list_show_rm_and_ps(run_ollm, server: FakeOllamaServer) -> None:
     server.add_model("qwen3", ["completion", "tools", "thinking"], context_length=40960)
     listed = run_ollm("models", "list")
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.splitlines()[0].split() == ["NAME", "SIZE", "MODIFIED", "CAPABILITIES"]
+    # FAMILY, PARAMS, QUANT: what the server says of some models (the fake's details).
+    assert listed.stdout.splitlines()[0].split() == [
+        *("NAME", "SIZE", "MODIFIED", "FAMILY", "PARAMS", "QUANT", "CAPABILITIES")
+    ]
     assert "llama3.2:latest" in listed.stdout
     assert "tools, thinking" in listed.stdout
 

@@ -24,6 +24,7 @@ PLUGINS = (
     "ollm-ollama",
     "ollm-openai",
     "ollm-gemini",
+    "ollm-llamacpp",
     "ollm-react",
     "ollm-mcp",
     "ollm-testutils",

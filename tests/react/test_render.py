@@ -37,7 +37,10 @@ def test_instructions_list_every_tool_exactly(schemas: tuple[ollm.ToolSchema, ..
 def test_the_worked_example_is_optional(schemas: tuple[ollm.ToolSchema, ...]) -> None:
     text = build_instructions(schemas, worked_example=True)
     assert "made-up tool" in text
-    assert 'Action Input: {"country": "Peru"}' in text
+    # The example calls the first real tool (a tiny model copies the example's tool
+    # name), with the shape of its arguments, written as the turns of a transcript.
+    assert "\nAction: get_weather\nAction Input: {\"city\": \"...\"}\n" in text
+    assert "\nUser: Observation: " in text
     assert text.startswith(build_instructions(schemas))
 
 

@@ -65,6 +65,44 @@ async def test_a_model_known_to_lack_tools_gets_react_with_a_notice(anyio_backen
     assert_one_finish_last(events, "stop")
 
 
+class WithExample(TextTools):
+    name = "react-example"
+
+
+async def test_a_model_may_name_the_strategy_it_needs_instead_of_react(anyio_backend: str) -> None:
+    capabilities = ollm.ModelCapabilities(tools=False, tool_strategy="react-example")
+    provider = ScriptedProvider("CALL lookup", "the answer", capabilities=capabilities)
+    registries = _registries(provider)
+    chosen: list[TextTools] = []
+
+    def build() -> TextTools:
+        chosen.append(WithExample())
+        return chosen[-1]
+
+    registries.strategies.register(ollm.StrategySpec("react-example", build))
+    events = await collect(ollm.ChatClient(registries, model="tiny", tools=[lookup]).chat("q"))
+    notices = [e for e in events if isinstance(e, ollm.NoticeEvent)]
+    assert [(n.kind, n.message) for n in notices] == [
+        ("strategy", "tiny cannot call tools natively: using the react-example strategy.")
+    ]
+    assert len(chosen) == 1
+    assert len(chosen[0].requests) == 2
+    assert_one_finish_last(events, "stop")
+
+
+async def test_a_named_strategy_that_is_not_installed_falls_back_to_react(
+    anyio_backend: str,
+) -> None:
+    capabilities = ollm.ModelCapabilities(tools=False, tool_strategy="no-such-strategy")
+    provider = ScriptedProvider("CALL lookup", "the answer", capabilities=capabilities)
+    events = await collect(
+        ollm.ChatClient(_registries(provider), model="tiny", tools=[lookup]).chat("q")
+    )
+    notices = [e for e in events if isinstance(e, ollm.NoticeEvent)]
+    assert [n.message for n in notices] == ["tiny cannot call tools natively: using ReAct."]
+    assert_one_finish_last(events, "stop")
+
+
 async def test_without_react_a_model_lacking_tools_fails_with_the_install_hint(
     anyio_backend: str,
 ) -> None:

@@ -74,6 +74,7 @@ __all__ = [
     "LogStore",
     "LogsUnavailableError",
     "ResponseInfo",
+    "data_dir",
     "logging_enabled",
     "logs_busy_timeout",
     "logs_path",
@@ -146,6 +147,16 @@ def logs_path(environ: Mapping[str, str] | None = None) -> Path:
     explicit = env.get(ENV_LOGS_PATH)
     if explicit:
         return Path(explicit).expanduser()
+    return data_dir(env) / "logs.db"
+
+
+def data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """ollm's data folder, where plugins keep their files too (nothing is created).
+
+    ``$XDG_DATA_HOME/ollm``, else ``~/.local/share/ollm``; ``~/Library/Application
+    Support/ollm`` on macOS; ``%LOCALAPPDATA%\\ollm`` on Windows.
+    """
+    env = os.environ if environ is None else environ
     home = Path(env.get("HOME") or Path.home())
     if sys.platform == "win32":
         base = Path(env.get("LOCALAPPDATA") or home / "AppData" / "Local")
@@ -153,7 +164,7 @@ def logs_path(environ: Mapping[str, str] | None = None) -> Path:
         base = home / "Library" / "Application Support"
     else:
         base = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")
-    return base / "ollm" / "logs.db"
+    return base / "ollm"
 
 
 def logging_enabled(environ: Mapping[str, str] | None = None) -> bool:

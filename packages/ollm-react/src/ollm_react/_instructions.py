@@ -2,8 +2,9 @@
 
 Written for small local models (react-guide.md): the exact tool names with their JSON
 Schemas, one action per reply, JSON with double quotes and no code fences, never an
-Observation of its own, and, on request, one worked example with a made-up tool,
-because very small models otherwise copy the placeholders literally.
+Observation of its own, and, on request, one worked example with the first tool,
+because very small models otherwise copy the placeholders (or a made-up tool's name)
+literally.
 """
 
 from __future__ import annotations
@@ -22,20 +23,26 @@ __all__ = [
     "wrap_up_prompt",
 ]
 
-_EXAMPLE_TOOL = "lookup_capital_city"
 
-_EXAMPLE = f"""\
-Example, with a made-up tool "{_EXAMPLE_TOOL}" that you do NOT have:
-  User: What is the capital of Peru?
-  Your reply:
-    Thought: I need the capital of Peru, so I will look it up.
-    Action: {_EXAMPLE_TOOL}
-    Action Input: {{"country": "Peru"}}
-  Next message: Observation: {{"capital": "Lima"}}
-  Your reply:
-    Thought: The tool says the capital is Lima.
-    Final Answer: The capital of Peru is Lima.
-Use only the tools listed above, with their real names and arguments."""
+def _worked_example(tool: ToolSchema) -> str:
+    """One whole exchange, as the turns of a transcript, with ``tool``'s real name.
+
+    A very small model copies the example's tool name (a made-up tool's too, or a
+    placeholder such as ``<the tool name>``), and fills in values shaped like the
+    example's: so the example calls the first real tool, with the shape of its
+    arguments, on a made-up question, and shows a whole answer.
+    """
+    return (
+        "Example of a whole exchange (made-up tool input and result):\n"
+        "User: What is the capital of Peru?\n"
+        f"Assistant: Thought: I need the {tool.name} tool for this.\n"
+        f"Action: {tool.name}\n"
+        f"Action Input: {example_input(tool.parameters)}\n"
+        'User: Observation: {"result": "Lima"}\n'
+        "Assistant: Thought: The Observation has what I need.\n"
+        "Final Answer: The capital of Peru is Lima.\n"
+        "Use only the tools listed above, with their real names and arguments."
+    )
 
 
 def render_schema(parameters: object) -> str:
@@ -83,8 +90,8 @@ def build_instructions(
     choice = _choice_rule(tool_choice, tools)
     if choice:
         parts.append(choice)
-    if worked_example:
-        parts.append(_EXAMPLE)
+    if worked_example and tools:
+        parts.append(_worked_example(tools[0]))
     return "\n\n".join(parts)
 
 

@@ -111,16 +111,48 @@ def _print_list(models: list[ModelInfo], terminal: Terminal, as_json: bool) -> N
     if not models:
         terminal.write("No models yet. Get one with: ollm models pull llama3.2\n")
         return
-    rows = [("NAME", "SIZE", "MODIFIED", "CAPABILITIES")]
-    for model in models:
+    # Columns a provider fills only for some models (a GGUF file's header says them all):
+    # shown when one of the listed models has a value.
+    extra = [
+        (header, cells)
+        for header, cells in (
+            ("FAMILY", [m.family or "" for m in models]),
+            ("PARAMS", [m.parameter_size or "" for m in models]),
+            ("QUANT", [m.quantization or "" for m in models]),
+            ("CONTEXT", [_context(m) for m in models]),
+            ("TEMPLATE", [_template(m) for m in models]),
+        )
+        if any(cells)
+    ]
+    rows = [("NAME", "SIZE", "MODIFIED", *(header for header, _ in extra), "CAPABILITIES")]
+    for index, model in enumerate(models):
         caps = model.capabilities
         names = []
         if caps is not None:
             names = [k for k in ("tools", "vision", "thinking", "embedding") if getattr(caps, k)]
         rows.append(
-            (model.name, _size(model.size_bytes), _ago(model.modified_at), ", ".join(names))
+            (
+                model.name,
+                _size(model.size_bytes),
+                _ago(model.modified_at),
+                *(cells[index] for _, cells in extra),
+                ", ".join(names),
+            )
         )
     _table(rows, terminal)
+
+
+def _context(model: ModelInfo) -> str:
+    window = model.capabilities.context_window if model.capabilities is not None else None
+    return f"{window:,}" if window else ""
+
+
+def _template(model: ModelInfo) -> str:
+    """Whether the model's file carries its chat template (``details["chat_template"]``)."""
+    found = model.details.get("chat_template")
+    if found is None:
+        return ""
+    return "yes" if found else "none"
 
 
 def _print_show(model: ModelInfo, terminal: Terminal, as_json: bool) -> None:

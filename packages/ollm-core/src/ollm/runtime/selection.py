@@ -2,7 +2,9 @@
 
 ``auto`` picks native tool calling unless the model is known to lack it (its reported
 capabilities, or an earlier "does not support tools" answer remembered per provider and
-model), and then ReAct when it is installed. Each switch is announced with a notice.
+model), and then ReAct when it is installed, or the strategy the model's capabilities
+name (``tool_strategy``, such as ``react-example``) when that one is. Each switch is
+announced with a notice.
 
 Native tool calling is ``recover`` when a plugin registers it (``ollm-react`` does) and
 the chat allows it (``recover_text_tool_calls``): the tools go to the provider as they
@@ -62,6 +64,10 @@ class StrategySelection:
         if self.mode != "auto":
             return self.strategies.create(self.mode), None
         if self.remembered or (capabilities is not None and capabilities.tools is False):
+            wanted = capabilities.tool_strategy if capabilities is not None else None
+            if wanted and wanted in self.strategies and wanted not in NATIVE:
+                why = f"{self.model} cannot call tools natively: using the {wanted} strategy."
+                return self.strategies.create(wanted), NoticeEvent(why, "strategy")
             if "react" not in self.strategies:
                 raise ToolsUnsupportedError(install_react(self.model))
             return self._react(f"{self.model} cannot call tools natively: using ReAct.")

@@ -20,7 +20,12 @@ __all__ = [
 
 
 class ModelCapabilities(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What a model can do. ``None`` means unknown (an older server may not say)."""
+    """What a model can do. ``None`` means unknown (an older server may not say).
+
+    ``tool_strategy`` names the registered tool-calling strategy that suits a model
+    which cannot call tools natively (``"react-example"`` for a very small one); the
+    runtime's ``auto`` choice then uses it instead of ``react`` when it is installed.
+    """
 
     tools: bool | None = None
     vision: bool | None = None
@@ -28,6 +33,7 @@ class ModelCapabilities(msgspec.Struct, frozen=True, omit_defaults=True):
     embedding: bool | None = None
     completion: bool | None = None
     context_window: int | None = None
+    tool_strategy: str | None = None
 
 
 class ModelInfo(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -1,0 +1,115 @@
+"""The provider's settings: arguments, else the environment, else defaults; read once."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ollm.errors import InvalidRequestError
+from ollm.logs import data_dir
+from ollm_llamacpp._machine import physical_cores
+
+__all__ = [
+    "DEFAULT_MAX_CONTEXT",
+    "ENV_GPU_LAYERS",
+    "ENV_MAX_CONTEXT",
+    "ENV_MEMORY_CHECK",
+    "ENV_MODEL",
+    "ENV_MODELS",
+    "ENV_THREADS",
+    "LlamaCppConfig",
+    "models_folder",
+]
+
+ENV_MODELS = "OLLM_LLAMACPP_MODELS"
+ENV_MODEL = "OLLM_LLAMACPP_MODEL"
+ENV_THREADS = "OLLM_LLAMACPP_THREADS"
+ENV_MAX_CONTEXT = "OLLM_LLAMACPP_MAX_CONTEXT"
+ENV_GPU_LAYERS = "OLLM_LLAMACPP_GPU_LAYERS"
+ENV_MEMORY_CHECK = "OLLM_LLAMACPP_MEMORY_CHECK"
+
+DEFAULT_MAX_CONTEXT = 8192
+"""The largest context a model is loaded with unless asked: a model trained on 128K
+tokens would otherwise reserve gigabytes for a chat of a few hundred."""
+DEFAULT_BATCH = 512
+_OFF = {"0", "off", "false", "no"}
+
+
+def models_folder(environ: Mapping[str, str] | None = None) -> Path:
+    """Where models are looked up by name: ``OLLM_LLAMACPP_MODELS``, else ``models`` in
+    ollm's data folder (``~/.local/share/ollm/models`` on Linux)."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(ENV_MODELS)
+    if explicit:
+        return Path(explicit).expanduser()
+    return data_dir(env) / "models"
+
+
+@dataclass(frozen=True)
+class LlamaCppConfig:
+    """How models are found, loaded and run; see ``LlamaCppProvider``."""
+
+    models_dir: Path
+    default_model: str | None
+    threads: int
+    max_context: int
+    gpu_layers: int
+    batch_size: int
+    memory_check: bool
+
+    @classmethod
+    def resolve(
+        cls,
+        *,
+        models_dir: str | Path | None,
+        model: str | None,
+        threads: int | None,
+        max_context: int | None,
+        gpu_layers: int | None,
+        batch_size: int | None,
+        memory_check: bool | None,
+        environ: Mapping[str, str],
+    ) -> LlamaCppConfig:
+        """Arguments first, then the environment, then the defaults."""
+        folder = Path(models_dir).expanduser() if models_dir else models_folder(environ)
+        check = memory_check
+        if check is None:
+            check = environ.get(ENV_MEMORY_CHECK, "").strip().lower() not in _OFF
+        return cls(
+            models_dir=folder,
+            default_model=model or environ.get(ENV_MODEL) or None,
+            threads=_number(threads, environ, ENV_THREADS, "threads") or physical_cores(),
+            max_context=(
+                _number(max_context, environ, ENV_MAX_CONTEXT, "max_context") or DEFAULT_MAX_CONTEXT
+            ),
+            gpu_layers=_number(gpu_layers, environ, ENV_GPU_LAYERS, "gpu_layers", low=-1) or 0,
+            batch_size=_number(batch_size, {}, "", "batch_size") or DEFAULT_BATCH,
+            memory_check=check,
+        )
+
+
+def _number(
+    value: int | None, environ: Mapping[str, str], variable: str, name: str, *, low: int = 1
+) -> int | None:
+    """``value``, else the integer in ``variable``; ``None`` when neither says."""
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InvalidRequestError(
+                f"{name} must be an integer of at least {low}, not {value!r}."
+            )
+        return value
+    text = environ.get(variable, "").strip() if variable else ""
+    if not text:
+        return None
+    try:
+        number = int(text)
+    except ValueError:
+        number = low - 1
+    if number < low:
+        raise InvalidRequestError(
+            f"{variable}={text!r} is not an integer of at least {low}: set it to one, or "
+            "unset it for the default."
+        )
+    return number

@@ -1,0 +1,29 @@
+"""Fixtures of the llamacpp tests: the real model's folder, a provider on it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from llamacpp_helpers import MODEL, assemble_model
+
+from ollm_llamacpp import LlamaCppProvider
+
+
+@pytest.fixture(scope="session")
+def models_dir() -> Path:
+    """A models folder that holds ``gemma-3-270m.gguf``."""
+    return assemble_model()
+
+
+@pytest.fixture(scope="session")
+def model_file(models_dir: Path) -> Path:
+    return models_dir / f"{MODEL}.gguf"
+
+
+@pytest.fixture
+async def provider(models_dir: Path) -> AsyncIterator[LlamaCppProvider]:
+    """A provider on the models folder (two threads: the machine's cores are shared)."""
+    async with LlamaCppProvider(models_dir=models_dir, threads=2, max_context=2048) as made:
+        yield made
