@@ -274,7 +274,23 @@ def gemini(quick: bool) -> dict[str, Any]:
     )
 
 
-SECTIONS = {"openai": openai_compatible, "gemini": gemini, "startup": startup}
+def llamacpp(quick: bool) -> dict[str, Any]:
+    """A model inside the process: ollm's runtime against llama-cpp-python's streaming."""
+    repeats, tokens = (2, 50) if quick else (7, 200)
+    out = subprocess.run(
+        [PY, str(HERE / "bench_llamacpp.py"), str(repeats), str(tokens)],
+        capture_output=True,
+        text=True,
+        cwd=HERE,
+        timeout=1800,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"bench_llamacpp.py failed:\n{out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+SECTIONS = {"openai": openai_compatible, "gemini": gemini, "startup": startup, "llamacpp": llamacpp}
 
 
 def runtime_and_tools(quick: bool) -> dict[str, Any]:
@@ -361,6 +377,8 @@ def main() -> None:
     results["openai"] = openai_compatible(args.quick)
     print("gemini...", file=sys.stderr, flush=True)
     results["gemini"] = gemini(args.quick)
+    print("llamacpp...", file=sys.stderr, flush=True)
+    results["llamacpp"] = llamacpp(args.quick)
     print("startup...", file=sys.stderr, flush=True)
     results["startup"] = startup(args.quick)
     print("runtime and tools...", file=sys.stderr, flush=True)

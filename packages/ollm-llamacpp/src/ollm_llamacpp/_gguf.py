@@ -241,7 +241,7 @@ class _Reader:
         kind = self.u32()
         count = self.u64()
         if count > self.size:
-            raise GGUFError("the header has an array longer than the file")
+            raise GGUFError("the file ends inside its header (it is cut short)")
         if kind in _FIXED:
             self._take(count * _FIXED[kind][1])
         elif kind == _STRING:

@@ -107,8 +107,8 @@ def describe_file(path: Path) -> GGUFInfo:
         return read_gguf(path)
     except GGUFError as exc:
         raise model_error(
-            f"{path} is not a usable GGUF model: {exc}. llama.cpp runs .gguf files: "
-            "download the GGUF version of the model.",
+            f"{path} is not a usable GGUF model: {exc}. llama.cpp runs .gguf files: download "
+            "the GGUF version of the model (again, if this one is cut short).",
             LlamaCppErrorCode.NOT_GGUF,
             model=str(path),
         ) from None
