@@ -56,8 +56,12 @@ def baseline(path: Path, tokens: int) -> Any:
 
     with contextlib.redirect_stderr(io.StringIO()):
         llama = Llama(
-            model_path=str(path), n_ctx=CONTEXT, n_threads=THREADS, n_threads_batch=THREADS,
-            n_batch=512, verbose=False,
+            model_path=str(path),
+            n_ctx=CONTEXT,
+            n_threads=THREADS,
+            n_threads_batch=THREADS,
+            n_batch=512,
+            verbose=False,
         )
     prompt = f"User: {PROMPT}\nAssistant:"
 

@@ -39,7 +39,7 @@ def test_the_worked_example_is_optional(schemas: tuple[ollm.ToolSchema, ...]) ->
     assert "made-up tool" in text
     # The example calls the first real tool (a tiny model copies the example's tool
     # name), with the shape of its arguments, written as the turns of a transcript.
-    assert "\nAction: get_weather\nAction Input: {\"city\": \"...\"}\n" in text
+    assert '\nAction: get_weather\nAction Input: {"city": "..."}\n' in text
     assert "\nUser: Observation: " in text
     assert text.startswith(build_instructions(schemas))
 

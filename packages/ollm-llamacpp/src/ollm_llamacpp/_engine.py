@@ -6,7 +6,7 @@ loop). llama-cpp-python is imported only here, on the first load.
 Loading: llama-cpp-python's quiet mode sends the whole process's stdout and stderr to
 ``/dev/null`` while a model loads (file descriptors 1 and 2, in every thread), which
 would swallow what the rest of the program prints meanwhile. So it loads in verbose
-mode, with llama.cpp's log routed to the Python logger ``ollm_llamacpp.llama_cpp``
+mode, with llama.cpp's log routed to the Python logger "ollm_llamacpp.llama_cpp"
 (debug level) and llama-cpp-python's own messages, which it prints to ``sys.stderr``
 while loading, sent there too. What llama.cpp said during a failed load becomes the
 error message.
