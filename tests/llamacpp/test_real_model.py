@@ -162,3 +162,25 @@ def _resident() -> int:
     with open("/proc/self/statm") as statm:
         pages = int(statm.read().split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+async def test_a_stream_closed_early_frees_the_model_for_the_next(
+    provider: LlamaCppProvider,
+) -> None:
+    # ReAct closes the stream as soon as an action is complete, and the next request
+    # follows at once: the generation must have stopped by then (two at a time on one
+    # llama.cpp context crash the process).
+    request = ollm.ProviderRequest(
+        model=MODEL,
+        messages=(ollm.Message.user("Count from 1 to 300: 1, 2, 3,"),),
+        options=ollm.GenerationOptions(temperature=0.0, max_tokens=200),
+    )
+    for _ in range(3):
+        stream = provider.chat_stream(request)
+        async for event in stream:
+            if isinstance(event, ollm.TextEvent):
+                break
+        await stream.aclose()  # type: ignore[attr-defined]
+    events = [e async for e in provider.chat_stream(request)]
+    assert isinstance(events[-1], ollm.FinishEvent)
+    assert events[-1].reason == "length"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -270,11 +271,15 @@ class LlamaCppProvider:
                 )
 
             generation: Generation | None = None
-            async for item in pump(produce):
-                if isinstance(item, Finished):
-                    generation = item.result
-                elif not abort.aborted:  # generated before the abort, read after it
-                    yield TextEvent(item)
+            # Closed here, not by the garbage collector: the generation thread must have
+            # stopped before the lock is released, or the next request would run on the
+            # model at the same time (a crash inside llama.cpp).
+            async with contextlib.aclosing(pump(produce)) as items:
+                async for item in items:
+                    if isinstance(item, Finished):
+                        generation = item.result
+                    elif not abort.aborted:  # generated before the abort, read after it
+                        yield TextEvent(item)
             assert generation is not None
             yield FinishEvent(
                 generation.reason, _usage(generation, engine.load_ns if loaded_now else None)

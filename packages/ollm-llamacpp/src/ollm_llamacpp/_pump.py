@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Generic, TypeVar
 
 import anyio
@@ -46,7 +46,7 @@ Producer = Callable[[Callable[[], bool], Callable[[T], None]], R]
 
 async def pump(
     produce: Producer[T, R], name: str = "ollm-llamacpp"
-) -> AsyncIterator[T | Finished[R]]:
+) -> AsyncGenerator[T | Finished[R], None]:
     """Run ``produce(stopped, emit)`` in a new thread; yield what it emits, then its result
     as ``Finished`` (an exception it raises is raised here)."""
     send, receive = anyio.create_memory_object_stream[object](math.inf)
