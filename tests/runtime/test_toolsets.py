@@ -261,9 +261,12 @@ async def test_toolset_tools_are_validated_and_their_results_carry_images(
         tool_message = provider.requests[1].messages[-1]
         assert tool_message.parts == (ollm.TextPart("a screenshot"), pixel)
 
+        # A client asks once: another one, on the same conversation, asks again.
         provider.capabilities = ollm.ModelCapabilities(vision=False)
-        chat_client._capability_cache.clear()
-        await collect(chat_client.chat("and now"))
+        async with client(
+            provider, tools=[screen], conversation=chat_client.conversation
+        ) as blind_client:
+            await collect(blind_client.chat("and now"))
         blind = provider.requests[3].messages[-1]
         assert blind.images == ()
         assert blind.text == (

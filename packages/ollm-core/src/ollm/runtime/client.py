@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
 from ollm.errors import error_from_code
 from ollm.registries import Registries
+from ollm.runtime.context import RunContext
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.run import ChatRun
 from ollm.runtime.settings import ChatSettings, ToolItem
-from ollm.runtime.toolsets import ToolsetSessions, select_tools
 from ollm.tools.tool import Tool
 from ollm.tools.toolset import Toolset, check_toolset_name, is_toolset
 from ollm.types.abort import AbortSignal
@@ -27,8 +27,7 @@ from ollm.types.events import (
     Usage,
 )
 from ollm.types.messages import ImagePart, Message, Part, TextPart
-from ollm.types.models import ModelCapabilities
-from ollm.types.provider import ModelInspection, ProviderAdapter
+from ollm.types.provider import ProviderAdapter
 from ollm.types.request import GenerationOptions
 
 __all__ = ["ChatClient", "ChatResult", "ChatStream", "Prompt"]
@@ -148,11 +147,7 @@ def _settle_when_left(generator: AsyncGenerator[ChatEvent, None], run: ChatRun) 
 
     def finalize(left: AsyncGenerator[Any, None]) -> None:
         try:
-            frame = getattr(left, "ag_frame", None)
-            if frame is not None:
-                # The turn's partial text is a local of the suspended generator.
-                text = frame.f_locals.get("text", "")
-                run.detach(text if isinstance(text, str) else "")
+            run.detach()
         finally:
             finalizer(left)
 
@@ -211,7 +206,7 @@ class ChatClient:
             raise TypeError("registries must be an ollm.Registries")
         self._registries = registries
         self.toolsets = _collect_toolsets(toolsets, tools)
-        self._toolset_sessions = ToolsetSessions()
+        self._context = RunContext(self)
         self.settings = ChatSettings(
             provider=provider,
             model=model,
@@ -229,8 +224,6 @@ class ChatClient:
             response_format=response_format,
         )
         self.conversation = conversation if conversation is not None else Conversation()
-        self._capability_cache: dict[tuple[str, str], ModelCapabilities] = {}
-        self._react_models: set[tuple[str, str]] = set()
 
     @property
     def registries(self) -> Registries:
@@ -282,7 +275,9 @@ class ChatClient:
         if abort is not None and not isinstance(abort, AbortSignal):
             raise TypeError("abort must be an ollm.AbortSignal")
         conversation = conversation if conversation is not None else self.conversation
-        run = ChatRun(self, settings, conversation, _to_message(prompt), abort or AbortSignal())
+        run = ChatRun(
+            self._context, settings, conversation, _to_message(prompt), abort or AbortSignal()
+        )
         return ChatStream(run)
 
     async def run(self, prompt: Prompt = None, **kwargs: Any) -> ChatResult:
@@ -326,7 +321,7 @@ class ChatClient:
     async def aclose(self) -> None:
         """Close the toolsets this client opened and the providers its registries built."""
         try:
-            await self._toolset_sessions.aclose()
+            await self._context.aclose()
         finally:
             if self._registries is not None:
                 await self._registries.aclose()
@@ -341,47 +336,6 @@ class ChatClient:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
-
-    # -- used by ChatRun -------------------------------------------------------------
-
-    def _resolve_provider(self, provider: str | ProviderAdapter | None) -> ProviderAdapter:
-        if provider is None or isinstance(provider, str):
-            return self.registries.providers.get(provider)
-        return provider
-
-    async def _resolve_tools(
-        self, items: Sequence[ToolItem], chat_toolsets: Callable[[], ToolsetSessions]
-    ) -> dict[str, Tool]:
-        if not items:
-            return {}
-
-        async def open_toolset(toolset: Toolset) -> dict[str, Tool]:
-            if any(toolset is mine for mine in self.toolsets):
-                return await self._toolset_sessions.tools(toolset)
-            return await chat_toolsets().tools(toolset)
-
-        return await select_tools(
-            items,  # type: ignore[arg-type]  # functions were made tools by _prepare_tools
-            self.registries.tools,
-            self.toolsets,
-            open_toolset,
-        )
-
-    async def _capabilities(
-        self, provider: ModelInspection, model: str
-    ) -> ModelCapabilities | None:
-        key = (getattr(provider, "name", ""), model)
-        cached = self._capability_cache.get(key)
-        if cached is not None:
-            return cached
-        try:
-            capabilities = await provider.model_capabilities(model)
-        except Exception:
-            # Unknown is fine: the request itself will say what is wrong, if anything.
-            log.debug("capabilities of %r are unknown", model, exc_info=True)
-            return None
-        self._capability_cache[key] = capabilities
-        return capabilities
 
 
 def _prepare_tools(tools: Sequence[ToolItem]) -> tuple[str | Tool | Toolset, ...]:

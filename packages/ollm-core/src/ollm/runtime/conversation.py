@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 
 import msgspec
 
 from ollm.errors import ConversationBusyError
-from ollm.types.messages import Message
+from ollm.types.messages import Message, ToolCall
 
 __all__ = ["Conversation"]
 
@@ -22,18 +23,37 @@ class Conversation:
     tool results. Whatever fails, it stays valid: a reply cut short is kept and marked
     ``incomplete``, and every tool call has its result, so the next chat can go on.
     One chat at a time may run on a conversation.
+
+    ``id`` names it (in the conversation log, and for middleware): random unless given
+    (``LogStore.load`` gives the logged conversation's id).
     """
 
-    __slots__ = ("_holder", "_messages")
+    __slots__ = ("_holder", "_messages", "id")
 
-    def __init__(self, messages: Iterable[Message] = ()) -> None:
+    def __init__(self, messages: Iterable[Message] = (), *, id: str | None = None) -> None:
         self._messages: list[Message] = list(messages)
         self._holder: object = None  # the chat running on it, if any
+        # os.urandom, not uuid or secrets: those cost import time at start-up.
+        self.id = id if id is not None else os.urandom(8).hex()
 
     @property
     def messages(self) -> tuple[Message, ...]:
         """A snapshot of the history."""
         return tuple(self._messages)
+
+    @property
+    def unanswered_calls(self) -> tuple[ToolCall, ...]:
+        """The calls of the last reply that have no result yet (a chat was stopped while
+        a person was asked about them); the next chat runs them first."""
+        answered: set[str] = set()
+        for message in reversed(self._messages):
+            if message.role == "tool" and message.tool_call_id is not None:
+                answered.add(message.tool_call_id)
+            elif message.role == "assistant":
+                return tuple(c for c in message.tool_calls if c.id not in answered)
+            else:
+                return ()
+        return ()
 
     @property
     def busy(self) -> bool:
@@ -68,6 +88,10 @@ class Conversation:
     def from_json(cls, data: bytes | str) -> Conversation:
         """A conversation saved with ``to_json``."""
         return cls(_decoder.decode(data))
+
+    def _replace(self, index: int, message: Message) -> None:
+        # The chat that holds it puts a reply's calls as they finally ran in its place.
+        self._messages[index] = message
 
     def _acquire(self, holder: object) -> None:
         self._check_idle()

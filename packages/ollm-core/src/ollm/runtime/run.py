@@ -15,7 +15,7 @@ its layout may change in any release.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 import anyio
@@ -27,13 +27,13 @@ from ollm.runtime.native import NativeStrategy
 from ollm.runtime.provider_stream import error_event, guarded, not_an_event
 from ollm.runtime.selection import StrategySelection
 from ollm.runtime.settings import DEFAULT_CONTEXT_WINDOW, ChatSettings
+from ollm.runtime.steps import Limits, refusals, turn_end
 from ollm.runtime.tokens import TokenBudget, count_request_tokens
-from ollm.runtime.tool_runner import ToolOutcome, refused_outcome, run_tool_calls, without_images
+from ollm.runtime.tool_runner import ToolOutcome, run_tool_calls, without_images
 from ollm.runtime.toolsets import ToolsetSessions
 from ollm.runtime.turn import Turn
 from ollm.tools.tool import Tool
 from ollm.types.abort import AbortSignal
-from ollm.types.depth import MAX_JSON_DEPTH
 from ollm.types.events import (
     ChatEvent,
     ErrorEvent,
@@ -48,13 +48,13 @@ from ollm.types.events import (
     TurnCompleteEvent,
     Usage,
 )
-from ollm.types.messages import Message
+from ollm.types.messages import Message, ToolCall
 from ollm.types.provider import ModelInspection, ProviderAdapter
 from ollm.types.request import ProviderRequest, ToolSchema
 from ollm.types.strategy import ToolStrategy
 
 if TYPE_CHECKING:
-    from ollm.runtime.client import ChatClient
+    from ollm.runtime.context import RunContext
 
 __all__ = ["ChatRun"]
 
@@ -66,13 +66,13 @@ class ChatRun:
 
     def __init__(
         self,
-        client: ChatClient,
+        context: RunContext,
         settings: ChatSettings,
         conversation: Conversation,
         prompt: Message | None,
         abort: AbortSignal,
     ) -> None:
-        self.client = client
+        self.context = context
         self.settings = settings
         self.conversation = conversation
         self.prompt = prompt
@@ -87,41 +87,39 @@ class ChatRun:
         self.tool_calls_used = 0
         self.notices: list[NoticeEvent] = []
         self.finish: FinishEvent | None = None
+        # The turn under way: its partial reply is kept if the chat is left early.
         self._turn: Turn | None = None
         self._stream: AsyncIterator[ProviderEvent] | None = None
         self._toolsets: ToolsetSessions | None = None
         self._settled = False
 
-    def detach(self, text: str) -> None:
+    def detach(self) -> None:
         """The caller left the chat without closing it (``break``, a dropped stream).
 
         Called at once, synchronously, when the chat's stream is let go, so the next
-        chat on the conversation can start right away: the partial reply (``text``, what
-        streamed of the current turn) goes into the history marked incomplete, unfinished
-        tool calls get a result saying so, the chat is aborted and the conversation
-        released. The generator itself is closed later by the event loop (its provider
-        stream and toolsets closed then); it leaves the history alone.
+        chat on the conversation can start right away: the partial reply (what streamed
+        of the current turn) goes into the history marked incomplete, unfinished tool
+        calls get a result saying so, the chat is aborted and the conversation released.
+        The generator itself is closed later by the event loop (its provider stream and
+        toolsets closed then); it leaves the history alone.
         """
         if self._settled:
             return
         self.abort.abort("the chat was left")
-        self._keep_partial(text, "the chat was stopped")
+        self._keep_partial("the chat was stopped")
         self.conversation._release(self)
 
-    def _keep_partial(self, text: str, why: str) -> None:
-        """Once: keep what the current turn streamed (``text``), marked incomplete."""
+    def _keep_partial(self, why: str) -> None:
+        """Once: keep what the current turn streamed, marked incomplete."""
         if self._settled:
             return
         self._settled = True
         if self._turn is not None:
-            if text:
-                self._turn.text = text
             self._turn.abandon(why)
 
     async def events(self) -> AsyncGenerator[ChatEvent, None]:
         """Run the chat, yielding its events; the last one is always a ``FinishEvent``."""
         self.conversation._acquire(self)
-        text = ""  # the streaming turn's text (see the hot loop below)
         try:
             if self.prompt is not None:
                 self.conversation.append(self.prompt)
@@ -151,10 +149,7 @@ class ChatRun:
                         return
 
                     turn = self._turn = Turn(number, self.conversation)
-                    # The reply's text grows in this local: `text += piece` on a string no
-                    # one else holds is resized in place, so a long reply costs its
-                    # characters once (no object kept per event, no copy at the end).
-                    text = ""
+                    add_text = turn.text_parts.append
                     try:
                         stream = self.strategy.stream(provider, request)
                         if not getattr(provider, "handles_abort", False):
@@ -162,7 +157,7 @@ class ChatRun:
                         self._stream = stream
                         async for event in stream:
                             if type(event) is TextEvent:
-                                text += event.text
+                                add_text(event.text)
                                 yield event
                             elif type(event) is ThinkingEvent:
                                 turn.thinking_parts.append(event.text)
@@ -185,7 +180,6 @@ class ChatRun:
                                 break
                     except Exception as exc:
                         turn.error = error_event(exc, provider.name)
-                    turn.text, text = text, ""
                     await self._close_stream()
 
                     async for settled in self._settle(
@@ -215,7 +209,7 @@ class ChatRun:
             # Reached on every exit: the end, an early break by the caller, a cancel
             # scope around the iteration, or the iterator being garbage-collected
             # (then ``detach`` has already settled the history).
-            self._keep_partial(text, "the chat was cancelled")
+            self._keep_partial("the chat was cancelled")
             await self._close_stream()
             if self._toolsets is not None:
                 await self._toolsets.aclose()  # the toolsets given to this chat alone
@@ -229,7 +223,8 @@ class ChatRun:
     async def _prepare(self) -> ProviderAdapter:
         """Resolve the provider, model, tools, strategy and context window."""
         settings = self.settings
-        provider = self.provider = self.client._resolve_provider(settings.provider)
+        context = self.context
+        provider = self.provider = context.provider(settings.provider)
         model = settings.model or getattr(provider, "default_model", None)
         if not model:
             raise OllmError(
@@ -239,13 +234,13 @@ class ChatRun:
             )
         self.model = model
         if settings.tool_choice != "none":
-            self.tools = await self.client._resolve_tools(settings.tools, self._chat_toolsets)
+            self.tools = await context.tools(settings.tools, self._chat_toolsets)
         self.schemas = tuple(tool.schema for tool in self.tools.values())
 
         window = settings.context_window or settings.options.context_window
         self.selection = StrategySelection(
-            self.client.registries.strategies if self.tools else StrategyRegistry(),
-            self.client._react_models,
+            context.registries.strategies if self.tools else StrategyRegistry(),
+            context.refused,
             provider.name,
             model,
             settings.tool_strategy,
@@ -256,7 +251,7 @@ class ChatRun:
         if (window is None or (wants_auto and not self.selection.remembered)) and callable(
             getattr(provider, "model_capabilities", None)
         ):
-            capabilities = await self.client._capabilities(cast(ModelInspection, provider), model)
+            capabilities = await context.capabilities(cast(ModelInspection, provider), model)
         if window is None and capabilities is not None:
             window = capabilities.context_window
         self.context_window = window or DEFAULT_CONTEXT_WINDOW
@@ -310,7 +305,7 @@ class ChatRun:
         sent = self.strategy.prepare(request)
         with self.abort.guard():
             estimated = await count_request_tokens(
-                sent, self.provider, self.client.registries.token_counters
+                sent, self.provider, self.context.registries.token_counters
             )
         if self.abort.aborted:
             self.finish = FinishEvent("cancelled", self.usage)
@@ -331,15 +326,16 @@ class ChatRun:
         Sets ``self.finish`` when the chat ends here, ``self._retry_turn`` when the same
         turn must be sent again (after a switch to ReAct).
         """
-        self._turn = None
         if turn.usage is not None:
             self.usage = self.usage + turn.usage
         if self.abort.aborted:
+            self._turn = None
             for result in turn.result_events(turn.abandon("the chat was cancelled")):
                 yield result
             self.finish = FinishEvent("cancelled", self.usage)
             return
         if turn.error is not None:
+            self._turn = None
             switch = self.selection.after_refusal(self.strategy, turn.error, turn.streamed_anything)
             if switch is not None:
                 self.strategy, notice = switch
@@ -353,7 +349,6 @@ class ChatRun:
             self.finish = FinishEvent("error", self.usage)
             return
 
-        self._turn = turn
         reply = turn.reply()
         review = self.strategy.review(reply)
         message = review.message if review is not None and review.message else reply
@@ -366,85 +361,46 @@ class ChatRun:
             if call.id not in announced:
                 # A strategy's review may produce calls the stream never showed.
                 yield ToolCallStartEvent(call, turn.number)
-        preset: dict[str, ToolOutcome] = {}
-        for call in calls:
-            if call.invalid_args is not None:
-                preset[call.id] = refused_outcome(
-                    call,
-                    "its arguments are not a JSON object (or are nested too deeply): "
-                    f"{_clip(call.invalid_args)}. Call it again with the arguments as one "
-                    "flat JSON object.",
-                    ErrorCode.INVALID_ARGUMENTS,
-                )
-            elif call.id in turn.too_deep:
-                preset[call.id] = refused_outcome(
-                    call,
-                    f"its arguments were nested more than {MAX_JSON_DEPTH} levels deep. Send "
-                    "a flatter JSON object.",
-                    ErrorCode.INVALID_ARGUMENTS,
-                )
-        if review is not None:
-            for call in calls:
-                if call.id in review.results:
-                    preset[call.id] = refused_outcome(
-                        call, review.results[call.id], ErrorCode.TOOL_FAILED
-                    )
-            if review.error is not None or review.feedback is not None:
-                why = "the reply was not in the expected format."
-                for call in calls:
-                    preset[call.id] = refused_outcome(call, why, ErrorCode.FORMAT_ERROR)
-        if wrap_up:
-            for call in calls:
-                preset[call.id] = refused_outcome(
-                    call,
-                    f"the chat reached its limit of {self.settings.max_turns} turns.",
-                    ErrorCode.TOOL_LIMIT,
-                )
-        for call in calls:
-            if call.id in preset:
-                continue
-            if self.tool_calls_used >= self.settings.max_tool_calls:
-                preset[call.id] = refused_outcome(
-                    call,
-                    f"this chat reached its limit of {self.settings.max_tool_calls} tool calls. "
-                    "Answer with what you have.",
-                    ErrorCode.TOOL_LIMIT,
-                )
-            else:
-                self.tool_calls_used += 1
-
-        outcomes: list[ToolOutcome] = []
-        if calls:
-            outcomes = await run_tool_calls(
-                calls,
-                self.tools,
-                timeout=self.settings.tool_timeout,
-                abort=self.abort,
-                preset=preset,
-            )
-            if any(o.images for o in outcomes) and not await self._sees_images():
-                outcomes = without_images(outcomes, self.model)
+        limits = Limits(self.settings.max_turns, self.settings.max_tool_calls, self.tool_calls_used)
+        refused, self.tool_calls_used = refusals(
+            calls, too_deep=turn.too_deep, review=review, wrap_up=wrap_up, limits=limits
+        )
+        outcomes = await self._run_calls(calls, refused) if calls else []
         turn.commit(message, outcomes)
         self._turn = None
         for result in turn.result_events(outcomes):
             yield result
-        if self._aborted():
-            self.finish = FinishEvent("cancelled", self.usage)
-            return
-        if review is not None and review.error is not None:
-            yield review.error
-            self.finish = FinishEvent("error", self.usage)
-            return
-        yield TurnCompleteEvent(turn.number, turn.finish_reason, len(calls), turn.usage)
-        if review is not None and review.feedback is not None:
-            self.conversation.append(Message.user(review.feedback))
-            if wrap_up:
-                self.finish = FinishEvent("max_turns", self.usage)
-            return
-        if wrap_up:
-            self.finish = FinishEvent("max_turns", self.usage)
-        elif not calls:
-            self.finish = FinishEvent(turn.finish_reason, self.usage)
+
+        end = turn_end(
+            aborted=self.abort.aborted,
+            review=review,
+            wrap_up=wrap_up,
+            calls=len(calls),
+            reason=turn.finish_reason,
+        )
+        if end.error is not None:
+            yield end.error
+        if end.complete:
+            yield TurnCompleteEvent(turn.number, turn.finish_reason, len(calls), turn.usage)
+        if end.feedback is not None:
+            self.conversation.append(Message.user(end.feedback))
+        if end.finish is not None:
+            self.finish = FinishEvent(end.finish, self.usage)
+
+    async def _run_calls(
+        self, calls: Sequence[ToolCall], refused: Mapping[str, ToolOutcome]
+    ) -> list[ToolOutcome]:
+        """Run the calls that are not refused; every call's outcome, in call order."""
+        outcomes = await run_tool_calls(
+            calls,
+            self.tools,
+            timeout=self.settings.tool_timeout,
+            abort=self.abort,
+            preset=refused,
+        )
+        if any(o.images for o in outcomes) and not await self._sees_images():
+            outcomes = without_images(outcomes, self.model)
+        return outcomes
 
     async def _sees_images(self) -> bool:
         """Whether the model takes images (unknown counts as yes: the server will say)."""
@@ -453,7 +409,7 @@ class ChatRun:
         ):
             return True
         with self.abort.guard():
-            found = await self.client._capabilities(
+            found = await self.context.capabilities(
                 cast(ModelInspection, self.provider), self.model
             )
         return found is None or found.vision is not False
@@ -462,9 +418,6 @@ class ChatRun:
         # A call, not an attribute read, so that type checkers do not assume the
         # value cannot have changed while a helper ran.
         return self.finish
-
-    def _aborted(self) -> bool:
-        return self.abort.aborted
 
     async def _close_stream(self) -> None:
         stream, self._stream = self._stream, None
@@ -478,8 +431,3 @@ class ChatRun:
                 await aclose()
             except Exception:
                 log.warning("closing the provider's stream failed", exc_info=True)
-
-
-def _clip(text: str, limit: int = 200) -> str:
-    """``text`` quoted, cut to ``limit`` characters for a message."""
-    return repr(text if len(text) <= limit else text[:limit] + "...")

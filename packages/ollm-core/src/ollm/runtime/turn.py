@@ -16,7 +16,7 @@ from ollm.types.depth import nests_deeper_than
 from ollm.types.events import ErrorEvent, FinishReason, ToolCallResultEvent, Usage
 from ollm.types.messages import Message, ToolCall
 
-__all__ = ["Turn"]
+__all__ = ["Turn", "tool_message"]
 
 
 class Turn:
@@ -31,13 +31,14 @@ class Turn:
 
     __slots__ = (
         "_ids",
+        "_reply_at",
         "calls",
         "committed",
         "conversation",
         "error",
         "finish_reason",
         "number",
-        "text",
+        "text_parts",
         "thinking_parts",
         "too_deep",
         "usage",
@@ -46,17 +47,43 @@ class Turn:
     def __init__(self, number: int, conversation: Conversation) -> None:
         self.number = number
         self.conversation = conversation
-        # The reply's text so far. The chat loop grows it in a local variable and stores
-        # it here when the stream stops (see ChatRun.events).
-        self.text = ""
+        # The reply's text so far, one piece per event: the chat loop appends to it as
+        # the text streams (a list append costs less than growing a string), so the
+        # partial reply is here whenever the chat is left.
+        self.text_parts: list[str] = []
         self.thinking_parts: list[str] = []
         self.calls: list[ToolCall] = []
         self.finish_reason: FinishReason = "stop"
         self.usage: Usage | None = None
         self.error: ErrorEvent | None = None
         self.committed = False
+        # Where the reply sits in the history once it is there before its results
+        # (committed while a person is asked about its calls), else None.
+        self._reply_at: int | None = None
         self._ids: set[str] = set()
         self.too_deep: set[str] = set()
+
+    @classmethod
+    def resumed(cls, number: int, conversation: Conversation) -> Turn | None:
+        """The turn of the history's last reply when some of its calls have no result (a
+        chat stopped while a person was asked about them), else ``None``."""
+        unanswered = conversation.unanswered_calls
+        if not unanswered:
+            return None
+        turn = cls(number, conversation)
+        turn.calls = list(unanswered)
+        turn._ids = {call.id for call in unanswered}
+        messages = conversation.messages
+        turn._reply_at = max(i for i, m in enumerate(messages) if m.role == "assistant")
+        return turn
+
+    @property
+    def text(self) -> str:
+        """The reply's text so far."""
+        parts = self.text_parts
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0] if parts else ""
 
     def add_call(self, call: ToolCall) -> ToolCall:
         """Queue a call; give it an id if it has none or repeats one of this turn.
@@ -94,28 +121,39 @@ class Turn:
             incomplete=incomplete,
         )
 
+    @property
+    def reply_committed(self) -> bool:
+        """The reply is in the history already, waiting for its calls' results."""
+        return self._reply_at is not None
+
+    def commit_reply(self, message: Message) -> None:
+        """Put the reply in the history ahead of its results (they follow with
+        ``commit``); a second call replaces it (its calls as they finally ran)."""
+        if self.committed:
+            return
+        if self._reply_at is None:
+            self._reply_at = len(self.conversation)
+            self.conversation.append(message)
+        else:
+            self.conversation._replace(self._reply_at, message)
+
     def commit(self, message: Message, outcomes: Sequence[ToolOutcome] = ()) -> None:
         """Add the reply and its tool results to the conversation, once."""
         if self.committed:
             return
+        self.commit_reply(message)
         self.committed = True
-        self.conversation.append(message)
         for outcome in outcomes:
-            self.conversation.append(
-                Message.tool(
-                    outcome.content,
-                    call=outcome.call,
-                    is_error=outcome.is_error,
-                    images=outcome.images,
-                )
-            )
+            self.conversation.append(tool_message(outcome))
 
     def abandon(self, why: str) -> list[ToolOutcome]:
         """Keep what streamed, marked incomplete; every call gets a 'did not run' result."""
         if self.committed:
             return []
         outcomes = [cancelled_outcome(call, why) for call in self.calls]
-        if self.streamed_anything:
+        if self._reply_at is not None:
+            self.commit(self.conversation[self._reply_at], outcomes)
+        elif self.streamed_anything:
             self.commit(self.reply(incomplete=True), outcomes)
         else:
             self.committed = True
@@ -135,3 +173,10 @@ class Turn:
             )
             for o in outcomes
         ]
+
+
+def tool_message(outcome: ToolOutcome) -> Message:
+    """The history's message for a call's outcome."""
+    return Message.tool(
+        outcome.content, call=outcome.call, is_error=outcome.is_error, images=outcome.images
+    )

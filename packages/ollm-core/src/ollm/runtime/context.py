@@ -1,0 +1,102 @@
+"""What a chat needs from its client, and nothing more: the run context.
+
+A ``ChatClient`` keeps one ``RunContext`` for all its chats; a ``ChatRun`` reaches the
+client only through it (the providers and tools it resolves, the capabilities it caches,
+the models known to refuse native tools), never through the client's private methods.
+
+Internal: not part of ollm's public API (a step of ``ollm.ChatClient.chat``); its layout
+may change in any release.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from ollm.registries import Registries
+from ollm.runtime.settings import ToolItem
+from ollm.runtime.toolsets import ToolsetSessions, select_tools
+from ollm.tools.tool import Tool
+from ollm.tools.toolset import Toolset
+from ollm.types.models import ModelCapabilities
+from ollm.types.provider import ModelInspection, ProviderAdapter
+
+if TYPE_CHECKING:
+    from ollm.runtime.client import ChatClient
+
+__all__ = ["RunContext"]
+
+log = logging.getLogger(__name__)
+
+
+class RunContext:
+    """The client's services and memory, shared by its chats.
+
+    - ``provider(given)``: the provider a chat names (a registered name, an object, or
+      the default);
+    - ``tools(items, chat_toolsets)``: the tools a chat offers, opening the toolsets it
+      needs (the client's stay open, a chat's own close with it);
+    - ``capabilities(provider, model)``: what the model can do, asked once per client;
+    - ``refused``: the (provider, model) pairs that refused native tools (ReAct then);
+    - ``approved``: the tools a person approved for every chat of the client.
+    """
+
+    __slots__ = ("_capabilities", "_toolset_sessions", "approved", "client", "refused")
+
+    def __init__(self, client: ChatClient) -> None:
+        self.client = client
+        self._toolset_sessions = ToolsetSessions()
+        self._capabilities: dict[tuple[str, str], ModelCapabilities] = {}
+        self.refused: set[tuple[str, str]] = set()
+        self.approved: set[str] = set()
+
+    @property
+    def registries(self) -> Registries:
+        """The client's registries (plugins are discovered the first time)."""
+        return self.client.registries
+
+    def provider(self, provider: str | ProviderAdapter | None) -> ProviderAdapter:
+        """The provider ``provider`` names (``None``: the default)."""
+        if provider is None or isinstance(provider, str):
+            return self.registries.providers.get(provider)
+        return provider
+
+    async def tools(
+        self, items: Sequence[ToolItem], chat_toolsets: Callable[[], ToolsetSessions]
+    ) -> dict[str, Tool]:
+        """The tools ``items`` name, by name; toolsets opened as needed."""
+        if not items:
+            return {}
+        mine = self.client.toolsets
+
+        async def open_toolset(toolset: Toolset) -> dict[str, Tool]:
+            if any(toolset is known for known in mine):
+                return await self._toolset_sessions.tools(toolset)
+            return await chat_toolsets().tools(toolset)
+
+        return await select_tools(
+            items,  # type: ignore[arg-type]  # functions were made tools by the client
+            self.registries.tools,
+            mine,
+            open_toolset,
+        )
+
+    async def capabilities(self, provider: ModelInspection, model: str) -> ModelCapabilities | None:
+        """What ``model`` can do, as ``provider`` reports it (``None``: unknown)."""
+        key = (getattr(provider, "name", ""), model)
+        cached = self._capabilities.get(key)
+        if cached is not None:
+            return cached
+        try:
+            capabilities = await provider.model_capabilities(model)
+        except Exception:
+            # Unknown is fine: the request itself will say what is wrong, if anything.
+            log.debug("capabilities of %r are unknown", model, exc_info=True)
+            return None
+        self._capabilities[key] = capabilities
+        return capabilities
+
+    async def aclose(self) -> None:
+        """Close the toolsets the client opened."""
+        await self._toolset_sessions.aclose()
