@@ -26,6 +26,7 @@ listing codes (``except ollm.TransportError``); the codes themselves never chang
     │   ├── InvalidToolError          INVALID_TOOL
     │   ├── ToolArgumentsError        INVALID_ARGUMENTS
     │   ├── ToolExecutionError        TOOL_FAILED
+    │   ├── ToolDeniedError           TOOL_DENIED
     │   └── ToolsetError              TOOLSET_FAILED (or a toolset's own code)
     ├── UsageError                what was asked cannot be done as asked
     │   ├── InvalidRequestError       INVALID_REQUEST
@@ -33,6 +34,7 @@ listing codes (``except ollm.TransportError``); the codes themselves never chang
     │   ├── ProviderNotFoundError     PROVIDER_NOT_FOUND
     │   ├── CapabilityError           UNSUPPORTED
     │   ├── PluginError               PLUGIN_ERROR
+    │   ├── MiddlewareError           MIDDLEWARE_FAILED
     │   └── TokenLimitError           TOKEN_LIMIT
     └── LogsUnavailableError      LOGS_UNAVAILABLE (the conversation log, not a chat)
 """
@@ -52,6 +54,7 @@ __all__ = [
     "InvalidRequestError",
     "InvalidToolError",
     "LogsUnavailableError",
+    "MiddlewareError",
     "ModelNotFoundError",
     "OllmError",
     "PluginError",
@@ -64,6 +67,7 @@ __all__ = [
     "TLSError",
     "TokenLimitError",
     "ToolArgumentsError",
+    "ToolDeniedError",
     "ToolError",
     "ToolExecutionError",
     "ToolNotFoundError",
@@ -106,6 +110,8 @@ class ErrorCode:
     AUTH_FAILED = "AUTH_FAILED"
     CONTENT_BLOCKED = "CONTENT_BLOCKED"
     LOGS_UNAVAILABLE = "LOGS_UNAVAILABLE"
+    MIDDLEWARE_FAILED = "MIDDLEWARE_FAILED"
+    TOOL_DENIED = "TOOL_DENIED"
 
 
 class OllmError(Exception):
@@ -232,6 +238,14 @@ class ProviderError(ServerError):
     code = ErrorCode.PROVIDER_ERROR
 
 
+class MiddlewareError(UsageError):
+    """A middleware the chat was given raised, answered with something it must not, or
+    took longer than its timeout; the chat ends, its history intact. The message names
+    the middleware and its method."""
+
+    code = ErrorCode.MIDDLEWARE_FAILED
+
+
 class TokenLimitError(UsageError):
     """A request would not fit in the model's context window; nothing was sent."""
 
@@ -272,6 +286,13 @@ class ToolExecutionError(ToolError):
     """A tool raised, or ran past its timeout."""
 
     code = ErrorCode.TOOL_FAILED
+
+
+class ToolDeniedError(ToolError):
+    """A tool call was refused before it ran: by an approval rule, a person, or a
+    middleware (the reason goes back to the model, and the chat goes on)."""
+
+    code = ErrorCode.TOOL_DENIED
 
 
 class ToolsetError(ToolError):
@@ -328,8 +349,10 @@ _BY_CODE: dict[str, type[OllmError]] = {
         InvalidToolError,
         ToolArgumentsError,
         ToolExecutionError,
+        ToolDeniedError,
         ToolsetError,
         CapabilityError,
+        MiddlewareError,
         InvalidRequestError,
         ConversationBusyError,
         LogsUnavailableError,

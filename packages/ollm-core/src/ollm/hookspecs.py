@@ -22,12 +22,19 @@ from typing import Any
 import pluggy
 
 from ollm.types.provider import ProviderAdapter
-from ollm.types.specs import ProviderSpec, StrategySpec, TokenCounterSpec, ToolsetSpec
+from ollm.types.specs import (
+    MiddlewareSpec,
+    ProviderSpec,
+    StrategySpec,
+    TokenCounterSpec,
+    ToolsetSpec,
+)
 
 __all__ = [
     "PROJECT",
     "hookimpl",
     "hookspec",
+    "ollm_middleware",
     "ollm_providers",
     "ollm_token_counters",
     "ollm_tool_strategies",
@@ -128,4 +135,47 @@ def ollm_toolsets() -> Sequence[ToolsetSpec]:  # type: ignore[empty-body]
                 from my_plugin.toolset import NotesToolset  # heavy imports here
                 return [NotesToolset(name="notes", database=config)]
             return [ollm.ToolsetSpec("notes", build, "Search my notes database")]
+    """
+
+
+@hookspec
+def ollm_middleware() -> Sequence[MiddlewareSpec]:  # type: ignore[empty-body]
+    """Contribute middleware: code around each request and each tool call of a chat.
+
+    Return ``MiddlewareSpec(name, factory, description)``. A middleware runs only in
+    the chats that name it (``ollm chat --middleware NAME``, ``OLLM_MIDDLEWARE=a,b``,
+    ``ChatClient(middleware=["NAME"])`` or ``chat(..., middleware=[...])``): installing
+    a plugin lists its middleware in ``ollm plugins`` and runs nothing, so no plugin
+    reads prompts by being installed. ``factory()`` builds the object the first time a
+    client names it (one per client).
+
+    The object has any of these methods, ``async`` or plain (a plain one runs in a
+    worker thread), each given the chat's ``ollm.MiddlewareContext`` first:
+
+    - ``on_request(ctx, request)``: returns the ``ProviderRequest`` to send;
+    - ``on_event(ctx, event)``: returns the event to pass on, ``None`` to drop it, or a
+      list of events; the ``FinishEvent`` passes too (it cannot be dropped or moved:
+      events returned with it go before it);
+    - ``before_tool_call(ctx, call)``: returns the ``ToolCall`` to run (its arguments
+      may change; the history keeps the model's as ``original_args``), ``ollm.Deny(
+      message)`` (the call does not run; the message is its result) or
+      ``ollm.Ask(reason)`` (a person approves it first);
+    - ``after_tool_call(ctx, call, result)``: returns the ``ToolResult`` the model reads;
+    - ``on_message(ctx, message)``: returns the ``Message`` the history keeps;
+    - ``on_finish(ctx, finish)``: the chat's end, once.
+
+    Several middlewares nest in the order they are named, the first outermost: requests
+    and ``before_tool_call`` go from the first to the last, events, messages,
+    ``after_tool_call`` and ``on_finish`` from the last to the first. A method that
+    raises, or takes longer than the chat's ``middleware_timeout`` (5 s by default), ends
+    the chat with one ``MIDDLEWARE_FAILED`` error naming it; the history stays intact.
+
+    Example::
+
+        @ollm.hookimpl
+        def ollm_middleware():
+            def build():
+                from my_plugin.shout import Shout  # heavy imports here
+                return Shout()
+            return [ollm.MiddlewareSpec("shout", build, "Upper-case every reply")]
     """

@@ -27,6 +27,7 @@ from ollm.cli.toolsets import load_toolsets
 from ollm.errors import (
     InvalidRequestError,
     OllmError,
+    PluginError,
 )
 from ollm.registries import Registries
 from ollm.runtime.client import ChatClient, ChatStream
@@ -95,6 +96,13 @@ def _run(
     terminal: Terminal,
 ) -> int:
     registries = load_registries()
+    for name in config.middleware:
+        if name not in registries.middleware:
+            known = ", ".join(registries.middleware.list()) or "none"
+            raise PluginError(
+                f"no middleware is named {name!r}. Installed: {known} (`ollm plugins` "
+                "lists them with the plugins they come from)."
+            )
     toolsets = load_toolsets(args, registries)
     if toolsets and not args.tools:
         example = f"-t '{toolsets[0].name}_*'"
@@ -132,6 +140,8 @@ def _run(
             think=_THINK[args.think] if args.think else None,
             conversation=conversation,
             toolsets=toolsets,
+            middleware=config.middleware,
+            middleware_timeout=args.middleware_timeout or 5.0,
         )
         session = _Session(client, registries, config, renderer, terminal, log, system)
         with start_blocking_portal(config.backend) as portal:

@@ -24,10 +24,12 @@ class CliConfig:
     model: str | None
     backend: str
     debug: bool
+    middleware: tuple[str, ...] = ()
 
     @classmethod
     def from_args(cls, args: Any, environ: Mapping[str, str] | None = None) -> CliConfig:
-        """Flags win over ``OLLM_PROVIDER``, ``OLLM_MODEL`` and ``OLLM_BACKEND``."""
+        """Flags win over ``OLLM_PROVIDER``, ``OLLM_MODEL``, ``OLLM_BACKEND`` and
+        ``OLLM_MIDDLEWARE`` (names separated by commas)."""
         env = os.environ if environ is None else environ
         backend = getattr(args, "backend", None) or env.get("OLLM_BACKEND") or "asyncio"
         if backend not in BACKENDS:
@@ -39,6 +41,8 @@ class CliConfig:
             model=getattr(args, "model", None) or env.get("OLLM_MODEL") or None,
             backend=backend,
             debug=bool(getattr(args, "debug", False)),
+            middleware=tuple(getattr(args, "middleware", None) or ())
+            or tuple(n.strip() for n in env.get("OLLM_MIDDLEWARE", "").split(",") if n.strip()),
         )
 
 

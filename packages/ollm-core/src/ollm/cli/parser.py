@@ -23,6 +23,7 @@ environment:
   OLLM_PROVIDER, OLLM_MODEL     defaults for -p and -m
   OLLAMA_HOST                   where Ollama listens (default http://127.0.0.1:11434)
   OLLM_MCP_CONFIG               an mcpServers file used when --mcp is not given
+  OLLM_MIDDLEWARE               middleware for every chat (a,b), when --middleware is not given
   OLLM_LOGS_PATH, OLLM_LOGS=off where conversations are logged (`ollm logs path`), or not
   OLLM_BACKEND                  asyncio (default) or trio
   NO_COLOR                      plain output
@@ -92,6 +93,21 @@ def build_parser() -> argparse.ArgumentParser:
         "`ollm tools` lists them)",
     )
     _toolset_options(chat)
+    chat.add_argument(
+        "--middleware",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run an installed middleware around requests and tool calls (repeat for more, "
+        "the first outermost; `ollm plugins` lists them; default: $OLLM_MIDDLEWARE=a,b)",
+    )
+    chat.add_argument(
+        "--middleware-timeout",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a middleware may take each time it is called (default 5)",
+    )
     chat.add_argument("--max-turns", type=_positive_int, default=None, help="requests per chat")
     chat.add_argument(
         "--temperature", type=_temperature, default=None, help="sampling temperature, 0 to 2"
@@ -227,6 +243,16 @@ def _temperature(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not 0.0 <= value <= 2.0:
         raise argparse.ArgumentTypeError(f"{text} is outside 0 to 2 (0 is the most predictable)")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a number above 0")
     return value
 
 

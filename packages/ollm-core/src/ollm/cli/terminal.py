@@ -22,6 +22,7 @@ _UNDECODABLE = re.compile("[\ud800-\udfff]")
 _LIBRARY_WORDS = (
     ("(context_window=...)", "(--context-window N)"),
     ("(provider=NAME, or set_default(NAME))", "(-p NAME, or OLLM_PROVIDER=NAME)"),
+    ("(middleware_timeout=...)", "(--middleware-timeout SECONDS)"),
 )
 
 

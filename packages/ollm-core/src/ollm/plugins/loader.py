@@ -47,6 +47,7 @@ from ollm.registries import Registries
 from ollm.registries.providers import describe_failure
 from ollm.tools.tool import Tool
 from ollm.types.specs import (
+    MiddlewareSpec,
     PluginRecord,
     ProviderSpec,
     StrategySpec,
@@ -81,6 +82,7 @@ HOOKS = (
     "ollm_token_counters",
     "ollm_tool_strategies",
     "ollm_toolsets",
+    "ollm_middleware",
 )
 
 log = logging.getLogger(__name__)
@@ -120,6 +122,7 @@ class _Contribution:
     token_counters: list[TokenCounterSpec] = field(default_factory=list)
     strategies: list[StrategySpec] = field(default_factory=list)
     toolsets: list[ToolsetSpec] = field(default_factory=list)
+    middleware: list[MiddlewareSpec] = field(default_factory=list)
 
 
 def discover(
@@ -283,6 +286,8 @@ def _collect(hook: str, result: object, into: _Contribution, registries: Registr
             into.token_counters.append(_expect(item, TokenCounterSpec, hook))
         elif hook == "ollm_toolsets":
             into.toolsets.append(_expect(item, ToolsetSpec, hook))
+        elif hook == "ollm_middleware":
+            into.middleware.append(_expect(item, MiddlewareSpec, hook))
         else:
             into.strategies.append(_expect(item, StrategySpec, hook))
 
@@ -368,6 +373,11 @@ def _settle_clashes(
         for s in contribution.strategies
         if keep("strategy", s.name, lambda n: n in registries.strategies or n == "native")
     ]
+    contribution.middleware = [
+        m
+        for m in contribution.middleware
+        if keep("middleware", m.name, lambda n: n in registries.middleware)
+    ]
     return skipped
 
 
@@ -392,6 +402,8 @@ def _commit(contribution: _Contribution, registries: Registries, plugin: str) ->
         registries.strategies.register(strategy, replace=True)
     for toolset in contribution.toolsets:
         registries.toolsets.register(toolset, replace=True)
+    for middleware in contribution.middleware:
+        registries.middleware.register(middleware, replace=True)
 
 
 def _summary(contribution: _Contribution) -> dict[str, list[str]]:
@@ -401,6 +413,7 @@ def _summary(contribution: _Contribution) -> dict[str, list[str]]:
         "token_counters": [c.pattern for c in contribution.token_counters],
         "tool_strategies": [s.name for s in contribution.strategies],
         "toolsets": [s.name for s in contribution.toolsets],
+        "middleware": [m.name for m in contribution.middleware],
     }
     return {k: v for k, v in summary.items() if v}
 

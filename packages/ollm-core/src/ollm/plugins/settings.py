@@ -21,7 +21,13 @@ ENV_DISABLE_AUTOLOAD = "OLLM_DISABLE_PLUGIN_AUTOLOAD"
 ENV_STRICT = "OLLM_STRICT_PLUGINS"
 
 _TRUE = frozenset(("1", "true", "yes", "on"))
-_CHOICE_PREFIXES = ("OLLM_PROVIDER_", "OLLM_TOOL_", "OLLM_TOOLSET_", "OLLM_STRATEGY_")
+_CHOICE_PREFIXES = (
+    "OLLM_PROVIDER_",
+    "OLLM_TOOL_",
+    "OLLM_TOOLSET_",
+    "OLLM_STRATEGY_",
+    "OLLM_MIDDLEWARE_",
+)
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class PluginSettings:
     autoload: bool = True
     strict: bool = False
     choices: Mapping[str, str] = field(default_factory=dict)
-    """``OLLM_PROVIDER_<NAME>`` / ``OLLM_TOOL_<NAME>`` (and toolset, strategy): which
+    """``OLLM_PROVIDER_<NAME>`` / ``OLLM_TOOL_<NAME>`` (and toolset, strategy, middleware): which
     plugin provides a name that several plugins offer."""
 
     @classmethod

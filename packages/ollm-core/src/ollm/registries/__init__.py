@@ -1,4 +1,5 @@
-"""Registries of providers, tools, token counters, tool-calling strategies and toolsets.
+"""Registries of providers, tools, token counters, tool-calling strategies, toolsets and
+middleware.
 
 Internal: not part of ollm's public API (import its public names from ``ollm``:
 ``ollm.ProviderRegistry``...); its layout may change in any release.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ollm.registries.middleware import MiddlewareRegistry
 from ollm.registries.providers import ProviderRegistry
 from ollm.registries.strategies import StrategyRegistry
 from ollm.registries.tokens import (
@@ -22,6 +24,7 @@ from ollm.registries.toolsets import ToolsetRegistry
 from ollm.types.specs import PluginRecord
 
 __all__ = [
+    "MiddlewareRegistry",
     "ProviderRegistry",
     "Registries",
     "StrategyRegistry",
@@ -49,6 +52,7 @@ class Registries:
     token_counters: TokenCounterRegistry = field(default_factory=TokenCounterRegistry)
     strategies: StrategyRegistry = field(default_factory=StrategyRegistry)
     toolsets: ToolsetRegistry = field(default_factory=ToolsetRegistry)
+    middleware: MiddlewareRegistry = field(default_factory=MiddlewareRegistry)
     plugins: list[PluginRecord] = field(default_factory=list)
 
     async def aclose(self) -> None:

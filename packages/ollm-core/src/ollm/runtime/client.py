@@ -106,7 +106,7 @@ class ChatStream:
     def __aiter__(self) -> AsyncIterator[ChatEvent]:
         # The generator itself, so that `async for` adds no layer of its own.
         if self._iterator is None:
-            self._iterator = self._run.events()
+            self._iterator = self._run.stream()
             _settle_when_left(self._iterator, self._run)
         return self._iterator
 
@@ -174,6 +174,10 @@ class ChatClient:
     and again to ``chat()`` or ``run()`` for one chat. The client keeps a conversation,
     so successive chats continue it; pass ``conversation=`` to use another.
 
+    ``middleware`` wraps every request and tool call of its chats: names of installed
+    middleware (``ollm plugins`` lists them; none runs unless named) and middleware
+    objects, the first named outermost (see ``ollm.MiddlewareContext``).
+
     Toolsets (an ``ollm_mcp.MCPServer``...) in ``tools`` offer all their tools;
     ``toolsets`` are there to be picked from by name or glob in ``tools``
     (``tools=["git_*"]``). The client opens a toolset on the first chat that needs it
@@ -201,6 +205,8 @@ class ChatClient:
         response_format: str | dict[str, Any] | None = None,
         conversation: Conversation | None = None,
         toolsets: Sequence[Toolset] = (),
+        middleware: Sequence[str | object] = (),
+        middleware_timeout: float | None = 5.0,
     ) -> None:
         if registries is not None and not isinstance(registries, Registries):
             raise TypeError("registries must be an ollm.Registries")
@@ -222,6 +228,8 @@ class ChatClient:
             recover_text_tool_calls=recover_text_tool_calls,
             think=think,
             response_format=response_format,
+            middleware=middleware,
+            middleware_timeout=middleware_timeout,
         )
         self.conversation = conversation if conversation is not None else Conversation()
 
@@ -254,6 +262,8 @@ class ChatClient:
         recover_text_tool_calls: bool | None = None,
         think: bool | str | None = None,
         response_format: str | dict[str, Any] | None = None,
+        middleware: Sequence[str | object] | None = None,
+        middleware_timeout: float | None = None,
     ) -> ChatStream:
         """Start a chat; iterate the returned stream for its events."""
         settings = self.settings.with_overrides(
@@ -271,6 +281,8 @@ class ChatClient:
             recover_text_tool_calls=recover_text_tool_calls,
             think=think,
             response_format=response_format,
+            middleware=middleware,
+            middleware_timeout=middleware_timeout,
         )
         if abort is not None and not isinstance(abort, AbortSignal):
             raise TypeError("abort must be an ollm.AbortSignal")

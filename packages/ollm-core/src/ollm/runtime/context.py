@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ollm.registries import Registries
+from ollm.runtime.middleware import Layer, layer_of
 from ollm.runtime.settings import ToolItem
 from ollm.runtime.toolsets import ToolsetSessions, select_tools
 from ollm.tools.tool import Tool
@@ -38,16 +39,26 @@ class RunContext:
     - ``tools(items, chat_toolsets)``: the tools a chat offers, opening the toolsets it
       needs (the client's stay open, a chat's own close with it);
     - ``capabilities(provider, model)``: what the model can do, asked once per client;
+    - ``middleware(items)``: the layers of the middleware a chat names (each installed
+      one built once per client);
     - ``refused``: the (provider, model) pairs that refused native tools (ReAct then);
     - ``approved``: the tools a person approved for every chat of the client.
     """
 
-    __slots__ = ("_capabilities", "_toolset_sessions", "approved", "client", "refused")
+    __slots__ = (
+        "_built",
+        "_capabilities",
+        "_toolset_sessions",
+        "approved",
+        "client",
+        "refused",
+    )
 
     def __init__(self, client: ChatClient) -> None:
         self.client = client
         self._toolset_sessions = ToolsetSessions()
         self._capabilities: dict[tuple[str, str], ModelCapabilities] = {}
+        self._built: dict[str, object] = {}
         self.refused: set[tuple[str, str]] = set()
         self.approved: set[str] = set()
 
@@ -61,6 +72,20 @@ class RunContext:
         if provider is None or isinstance(provider, str):
             return self.registries.providers.get(provider)
         return provider
+
+    def middleware(self, items: Sequence[str | object]) -> list[Layer]:
+        """The layers of ``items``: objects as they are, names built from the installed
+        middleware the first time this client uses them (``PluginError`` if unknown)."""
+        layers: list[Layer] = []
+        for item in items:
+            if isinstance(item, str):
+                built = self._built.get(item)
+                if built is None:
+                    built = self._built[item] = self.registries.middleware.create(item)
+                layers.append(layer_of(built, item))
+            else:
+                layers.append(layer_of(item))
+        return layers
 
     async def tools(
         self, items: Sequence[ToolItem], chat_toolsets: Callable[[], ToolsetSessions]

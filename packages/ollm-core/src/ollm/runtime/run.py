@@ -15,23 +15,26 @@ its layout may change in any release.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, cast
 
 import anyio
+import msgspec
 
-from ollm.errors import ErrorCode, OllmError
+from ollm.errors import ErrorCode, MiddlewareError, OllmError
 from ollm.registries.strategies import StrategyRegistry
 from ollm.runtime.conversation import Conversation
+from ollm.runtime.middleware import ChainAborted, MiddlewareChain
 from ollm.runtime.native import NativeStrategy
 from ollm.runtime.provider_stream import error_event, guarded, not_an_event
 from ollm.runtime.selection import StrategySelection
 from ollm.runtime.settings import DEFAULT_CONTEXT_WINDOW, ChatSettings
 from ollm.runtime.steps import Limits, refusals, turn_end
 from ollm.runtime.tokens import TokenBudget, count_request_tokens
+from ollm.runtime.tool_phase import ToolPhase
 from ollm.runtime.tool_runner import ToolOutcome, run_tool_calls, without_images
 from ollm.runtime.toolsets import ToolsetSessions
-from ollm.runtime.turn import Turn
+from ollm.runtime.turn import Turn, tool_message
 from ollm.tools.tool import Tool
 from ollm.types.abort import AbortSignal
 from ollm.types.events import (
@@ -44,11 +47,13 @@ from ollm.types.events import (
     ThinkingEvent,
     TokenWarningEvent,
     ToolCallEvent,
+    ToolCallResultEvent,
     ToolCallStartEvent,
     TurnCompleteEvent,
     Usage,
 )
 from ollm.types.messages import Message, ToolCall
+from ollm.types.middleware import MiddlewareContext
 from ollm.types.provider import ModelInspection, ProviderAdapter
 from ollm.types.request import ProviderRequest, ToolSchema
 from ollm.types.strategy import ToolStrategy
@@ -87,6 +92,11 @@ class ChatRun:
         self.tool_calls_used = 0
         self.notices: list[NoticeEvent] = []
         self.finish: FinishEvent | None = None
+        self.middleware_context = MiddlewareContext(context.client, conversation)
+        self.chain = MiddlewareChain(
+            (), self.middleware_context, timeout=settings.middleware_timeout, abort=abort
+        )
+        self.middleware_failed = False
         # The turn under way: its partial reply is kept if the chat is left early.
         self._turn: Turn | None = None
         self._stream: AsyncIterator[ProviderEvent] | None = None
@@ -115,19 +125,61 @@ class ChatRun:
             return
         self._settled = True
         if self._turn is not None:
-            self._turn.abandon(why)
+            self._turn.abandon(why, self._keeper())
+
+    def stream(self) -> AsyncGenerator[ChatEvent, None]:
+        """The chat's events as the caller gets them: ``events()`` itself, or, when the
+        chat has middleware, ``events()`` through their ``on_event`` and ``on_finish``."""
+        if self.settings.middleware:
+            return self._through_middleware()
+        return self.events()
+
+    async def _through_middleware(self) -> AsyncGenerator[ChatEvent, None]:
+        inner = self.events()
+        try:
+            try:
+                async for event in inner:
+                    if self.middleware_failed:
+                        yield event  # the failure's own events pass as they are
+                        continue
+                    if type(event) is FinishEvent:
+                        await inner.aclose()  # the chat has ended: settled, released
+                        passed = await self.chain.event(event) if self.chain.events else []
+                        await self.chain.finish(event)
+                        for item in passed:
+                            if type(item) is not FinishEvent:
+                                yield item
+                        yield event
+                        return
+                    if self.chain.events:
+                        for item in await self.chain.event(event):
+                            yield item
+                    else:
+                        yield event
+            except MiddlewareError as exc:
+                await inner.aclose()
+                yield ErrorEvent(exc.message, exc.code)
+                yield FinishEvent("error", self.usage)
+            except ChainAborted:
+                await inner.aclose()
+                yield FinishEvent("cancelled", self.usage)
+        finally:
+            await inner.aclose()
 
     async def events(self) -> AsyncGenerator[ChatEvent, None]:
         """Run the chat, yielding its events; the last one is always a ``FinishEvent``."""
         self.conversation._acquire(self)
         try:
-            if self.prompt is not None:
-                self.conversation.append(self.prompt)
             try:
                 try:
+                    self.chain = self._middleware()
+                    if self.prompt is not None:
+                        self.conversation.append(await self._kept(self.prompt))
                     with self.abort.guard():
                         provider = await self._prepare()
                 except OllmError as exc:
+                    if isinstance(exc, MiddlewareError):
+                        self.middleware_failed = True
                     yield ErrorEvent(exc.message, exc.code)
                     yield FinishEvent("error", self.usage)
                     return
@@ -193,10 +245,20 @@ class ChatRun:
                     if self._retry_turn:
                         self._retry_turn = False
                         number -= 1
+            except MiddlewareError as exc:
+                self.middleware_failed = True
+                for result in self._abandon("a middleware failed"):
+                    yield result
+                yield ErrorEvent(exc.message, exc.code)
+                yield FinishEvent("error", self.usage)
+            except ChainAborted:
+                for result in self._abandon("the chat was cancelled"):
+                    yield result
+                yield FinishEvent("cancelled", self.usage)
             except Exception as exc:
                 log.exception("unexpected error in a chat")
                 if self._turn is not None:
-                    outcomes = self._turn.abandon("an error occurred")
+                    outcomes = self._turn.abandon("an error occurred", self._keeper())
                     for result in self._turn.result_events(outcomes):
                         yield result
                 yield ErrorEvent(
@@ -218,6 +280,37 @@ class ChatRun:
     _pending: tuple[ChatEvent, ...] = ()
     _retry_turn = False
 
+    def _abandon(self, why: str) -> list[ToolCallResultEvent]:
+        """The turn under way kept as it stands; its calls' results."""
+        turn, self._turn = self._turn, None
+        if turn is None:
+            return []
+        return turn.result_events(turn.abandon(why, self._keeper()))
+
+    # -- middleware ------------------------------------------------------------------
+
+    def _middleware(self) -> MiddlewareChain:
+        """The chat's middleware, the names built (once per client)."""
+        layers = self.context.middleware(self.settings.middleware)
+        if not layers:
+            return self.chain
+        return MiddlewareChain(
+            layers,
+            self.middleware_context,
+            timeout=self.settings.middleware_timeout,
+            abort=self.abort,
+        )
+
+    def _keeper(self) -> Callable[[Message], Message] | None:
+        """What makes a message of a reply cut short what the history keeps."""
+        return self.chain.message_now if self.chain.messages else None
+
+    async def _kept(self, message: Message) -> Message:
+        """``message`` as the history keeps it (through the middleware's ``on_message``)."""
+        if self.chain.messages:
+            return await self.chain.message(message)
+        return message
+
     # -- before the first turn -------------------------------------------------------
 
     async def _prepare(self) -> ProviderAdapter:
@@ -233,6 +326,8 @@ class ChatRun:
                 code=ErrorCode.INVALID_REQUEST,
             )
         self.model = model
+        self.middleware_context.provider = provider.name
+        self.middleware_context.model = model
         if settings.tool_choice != "none":
             self.tools = await context.tools(settings.tools, self._chat_toolsets)
         self.schemas = tuple(tool.schema for tool in self.tools.values())
@@ -293,6 +388,7 @@ class ChatRun:
         ``self._pending`` holds the events to emit first.
         """
         self._pending = ()
+        self.middleware_context.turn = number
         request = self._request()
         if number > self.settings.max_turns:
             last = self.strategy.wrap_up(request)
@@ -300,6 +396,8 @@ class ChatRun:
                 self.finish = FinishEvent("max_turns", self.usage)
                 return request
             request = last
+        if self.chain.requests:
+            request = await self.chain.request(request)
         assert self.provider is not None
         # Counted as it will be sent: a strategy may render tools and history as text.
         sent = self.strategy.prepare(request)
@@ -329,21 +427,20 @@ class ChatRun:
         if turn.usage is not None:
             self.usage = self.usage + turn.usage
         if self.abort.aborted:
-            self._turn = None
-            for result in turn.result_events(turn.abandon("the chat was cancelled")):
+            for result in self._abandon("the chat was cancelled"):
                 yield result
             self.finish = FinishEvent("cancelled", self.usage)
             return
         if turn.error is not None:
-            self._turn = None
             switch = self.selection.after_refusal(self.strategy, turn.error, turn.streamed_anything)
             if switch is not None:
+                self._turn = None
                 self.strategy, notice = switch
                 turn.committed = True
                 self._retry_turn = True
                 yield notice
                 return
-            for result in turn.result_events(turn.abandon("the reply failed")):
+            for result in self._abandon("the reply failed"):
                 yield result
             yield self.selection.explain(self.strategy, turn.error)
             self.finish = FinishEvent("error", self.usage)
@@ -365,11 +462,18 @@ class ChatRun:
         refused, self.tool_calls_used = refusals(
             calls, too_deep=turn.too_deep, review=review, wrap_up=wrap_up, limits=limits
         )
-        outcomes = await self._run_calls(calls, refused) if calls else []
-        turn.commit(message, outcomes)
+        outcomes: list[ToolOutcome] = []
+        failure: MiddlewareError | ChainAborted | None = None
+        if calls:
+            outcomes, executed, failure = await self._run_calls(calls, refused)
+            if executed != calls:
+                message = msgspec.structs.replace(message, tool_calls=executed)
+        await self._commit(turn, message, outcomes)
         self._turn = None
         for result in turn.result_events(outcomes):
             yield result
+        if failure is not None:
+            raise failure
 
         end = turn_end(
             aborted=self.abort.aborted,
@@ -383,24 +487,48 @@ class ChatRun:
         if end.complete:
             yield TurnCompleteEvent(turn.number, turn.finish_reason, len(calls), turn.usage)
         if end.feedback is not None:
-            self.conversation.append(Message.user(end.feedback))
+            self.conversation.append(await self._kept(Message.user(end.feedback)))
         if end.finish is not None:
             self.finish = FinishEvent(end.finish, self.usage)
 
     async def _run_calls(
-        self, calls: Sequence[ToolCall], refused: Mapping[str, ToolOutcome]
-    ) -> list[ToolOutcome]:
-        """Run the calls that are not refused; every call's outcome, in call order."""
-        outcomes = await run_tool_calls(
-            calls,
-            self.tools,
-            timeout=self.settings.tool_timeout,
-            abort=self.abort,
-            preset=refused,
-        )
+        self, calls: tuple[ToolCall, ...], refused: Mapping[str, ToolOutcome]
+    ) -> tuple[list[ToolOutcome], tuple[ToolCall, ...], MiddlewareError | ChainAborted | None]:
+        """Run the calls that are not refused; every call's outcome, in call order, the
+        calls as they ran, and the middleware's failure if one failed."""
+        failure = None
+        if self.chain.calls:
+            phase = ToolPhase(
+                self.chain,
+                calls,
+                refused,
+                self.tools,
+                timeout=self.settings.tool_timeout,
+                abort=self.abort,
+            )
+            await phase.run()
+            outcomes, calls, failure = phase.outcomes, phase.executed, phase.failure
+        else:
+            outcomes = await run_tool_calls(
+                calls,
+                self.tools,
+                timeout=self.settings.tool_timeout,
+                abort=self.abort,
+                preset=refused,
+            )
         if any(o.images for o in outcomes) and not await self._sees_images():
             outcomes = without_images(outcomes, self.model)
-        return outcomes
+        return outcomes, calls, failure
+
+    async def _commit(self, turn: Turn, message: Message, outcomes: list[ToolOutcome]) -> None:
+        """The reply and its results into the history, through the middleware's
+        ``on_message``."""
+        if not self.chain.messages:
+            turn.commit(message, outcomes)
+            return
+        reply = await self.chain.message(message)
+        results = [await self.chain.message(tool_message(o)) for o in outcomes]
+        turn.commit(reply, results=results)
 
     async def _sees_images(self) -> bool:
         """Whether the model takes images (unknown counts as yes: the server will say)."""

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ollm.runtime.middleware import check_middleware
 from ollm.tools.tool import Tool
 from ollm.tools.toolset import Toolset
 from ollm.types.provider import ProviderAdapter
@@ -35,7 +36,11 @@ class ChatSettings:
       ``native``, ``react``, or another installed strategy;
     - ``recover_text_tool_calls``: with native tools, run a call the model wrote as text
       (``<tool_call>{...}</tool_call>``, a bare JSON call...) as the call it is, when
-      ``ollm-react`` (which reads them) is installed.
+      ``ollm-react`` (which reads them) is installed;
+    - ``middleware``: names of installed middleware and middleware objects, the first
+      outermost (see ``ollm.MiddlewareContext``); none runs unless it is named here;
+    - ``middleware_timeout``: seconds each middleware method may take (``None``: no
+      limit).
     """
 
     provider: str | ProviderAdapter | None = None
@@ -52,6 +57,8 @@ class ChatSettings:
     recover_text_tool_calls: bool = True
     think: bool | str | None = None
     response_format: str | dict[str, Any] | None = None
+    middleware: Sequence[str | object] = ()
+    middleware_timeout: float | None = 5.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
@@ -68,6 +75,11 @@ class ChatSettings:
             raise TypeError("tools must be a list of names or tools, not a string")
         if not isinstance(self.options, GenerationOptions):
             raise TypeError("options must be a GenerationOptions")
+        object.__setattr__(self, "middleware", check_middleware(self.middleware))
+        if self.middleware_timeout is not None and not self.middleware_timeout > 0:
+            raise ValueError(
+                f"middleware_timeout must be positive or None, not {self.middleware_timeout!r}"
+            )
 
     def with_overrides(self, **overrides: Any) -> ChatSettings:
         """A copy with every override that is not ``None`` applied."""

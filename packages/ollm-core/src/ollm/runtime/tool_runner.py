@@ -23,6 +23,7 @@ __all__ = [
     "ToolOutcome",
     "cancelled_outcome",
     "describe_exception",
+    "invoke",
     "refused_outcome",
     "run_tool_calls",
     "without_images",
@@ -69,7 +70,7 @@ async def run_tool_calls(
     pending = [i for i, outcome in enumerate(outcomes) if outcome is None]
 
     async def run_one(index: int) -> None:
-        outcomes[index] = await _invoke(calls[index], tools, timeout, abort)
+        outcomes[index] = await invoke(calls[index], tools, timeout, abort)
 
     if pending:
         with abort.guard():
@@ -85,9 +86,10 @@ async def run_tool_calls(
     ]
 
 
-async def _invoke(
+async def invoke(
     call: ToolCall, tools: Mapping[str, Tool], timeout: float | None, abort: AbortSignal
 ) -> ToolOutcome:
+    """Run one call under its timeout (the tool's own, else ``timeout``); its outcome."""
     tool = tools.get(call.name)
     if tool is None:
         return ToolOutcome(

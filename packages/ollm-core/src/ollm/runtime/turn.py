@@ -6,7 +6,7 @@ may change in any release.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 
@@ -137,24 +137,40 @@ class Turn:
         else:
             self.conversation._replace(self._reply_at, message)
 
-    def commit(self, message: Message, outcomes: Sequence[ToolOutcome] = ()) -> None:
-        """Add the reply and its tool results to the conversation, once."""
+    def commit(
+        self,
+        message: Message,
+        outcomes: Sequence[ToolOutcome] = (),
+        *,
+        results: Sequence[Message] | None = None,
+    ) -> None:
+        """Add the reply and its tool results (``outcomes``, or their ``results``
+        messages as they are) to the conversation, once."""
         if self.committed:
             return
         self.commit_reply(message)
         self.committed = True
-        for outcome in outcomes:
-            self.conversation.append(tool_message(outcome))
+        for result in results if results is not None else map(tool_message, outcomes):
+            self.conversation.append(result)
 
-    def abandon(self, why: str) -> list[ToolOutcome]:
-        """Keep what streamed, marked incomplete; every call gets a 'did not run' result."""
+    def abandon(
+        self, why: str, keep: Callable[[Message], Message] | None = None
+    ) -> list[ToolOutcome]:
+        """Keep what streamed, marked incomplete; every call gets a 'did not run' result.
+
+        ``keep`` makes each message what the history keeps (the middleware's plain
+        ``on_message`` methods)."""
         if self.committed:
             return []
         outcomes = [cancelled_outcome(call, why) for call in self.calls]
+        results = [tool_message(o) for o in outcomes]
+        if keep is not None:
+            results = [keep(m) for m in results]
         if self._reply_at is not None:
-            self.commit(self.conversation[self._reply_at], outcomes)
+            self.commit(self.conversation[self._reply_at], results=results)
         elif self.streamed_anything:
-            self.commit(self.reply(incomplete=True), outcomes)
+            reply = self.reply(incomplete=True)
+            self.commit(keep(reply) if keep is not None else reply, results=results)
         else:
             self.committed = True
         return outcomes

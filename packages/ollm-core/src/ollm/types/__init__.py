@@ -21,6 +21,7 @@ from ollm.types.events import (
     encode_event,
 )
 from ollm.types.messages import ROLES, ImagePart, Message, Part, Role, TextPart, ToolCall
+from ollm.types.middleware import ApprovalScope, Approve, Ask, Deny, MiddlewareContext
 from ollm.types.models import (
     EmbeddingResult,
     HealthStatus,
@@ -42,6 +43,7 @@ from ollm.types.provider import (
 )
 from ollm.types.request import GenerationOptions, ProviderRequest, ToolChoice, ToolSchema
 from ollm.types.specs import (
+    MiddlewareSpec,
     PluginRecord,
     PluginStatus,
     ProviderSpec,
@@ -56,8 +58,12 @@ from ollm.types.text import encode_json, valid_unicode
 __all__ = [
     "ROLES",
     "AbortSignal",
+    "ApprovalScope",
+    "Approve",
+    "Ask",
     "ChatEvent",
     "Closeable",
+    "Deny",
     "EmbeddingResult",
     "Embeddings",
     "ErrorEvent",
@@ -68,6 +74,8 @@ __all__ = [
     "HealthStatus",
     "ImagePart",
     "Message",
+    "MiddlewareContext",
+    "MiddlewareSpec",
     "ModelCapabilities",
     "ModelInfo",
     "ModelInspection",

@@ -18,6 +18,7 @@ from ollm.types.messages import ImagePart, ToolCall
 from ollm.types.text import encode_json
 
 __all__ = [
+    "CHAT_EVENT_TYPES",
     "ChatEvent",
     "ErrorEvent",
     "FinishEvent",
@@ -214,6 +215,9 @@ ChatEvent = (
     | FinishEvent
 )
 """What a chat yields to its caller."""
+
+CHAT_EVENT_TYPES: tuple[type[ChatEvent], ...] = ChatEvent.__args__
+"""The classes of ``ChatEvent``, for ``isinstance`` checks."""
 
 _encoder = msgspec.json.Encoder()
 _provider_decoder = msgspec.json.Decoder(ProviderEvent)

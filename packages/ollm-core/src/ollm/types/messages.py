@@ -74,6 +74,10 @@ class ToolCall(msgspec.Struct, frozen=True, omit_defaults=True):
     ``signature`` is opaque data the provider must send back with the call in later
     requests (Gemini's ``thoughtSignature``, which carries the model's reasoning from
     one step to the next); keep it with the call, never show or change it.
+
+    ``original_args`` are the arguments the model wrote when a middleware (or a person
+    approving the call) changed them before it ran: ``args`` are then those it ran
+    with. Providers send ``args``; the history and the log keep both.
     """
 
     id: str
@@ -81,6 +85,7 @@ class ToolCall(msgspec.Struct, frozen=True, omit_defaults=True):
     args: dict[str, Any] = msgspec.field(default_factory=dict)
     invalid_args: str | None = None
     signature: str | None = None
+    original_args: dict[str, Any] | None = None
 
 
 class Message(msgspec.Struct, frozen=True, omit_defaults=True):

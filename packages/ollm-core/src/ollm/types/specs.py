@@ -1,5 +1,5 @@
 """What plugins contribute through their hooks: providers, token counters, strategies,
-toolsets."""
+toolsets, middleware."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ollm.tools.toolset import Toolset
 
 __all__ = [
+    "MiddlewareSpec",
     "PluginRecord",
     "PluginStatus",
     "ProviderSpec",
@@ -77,6 +78,20 @@ class ToolsetSpec(msgspec.Struct, frozen=True):
 
     name: str
     factory: Callable[[str], Sequence[Toolset]]
+    description: str = ""
+
+
+class MiddlewareSpec(msgspec.Struct, frozen=True):
+    """A middleware that a chat uses only when it is named (``--middleware NAME``,
+    ``ChatClient(middleware=["NAME"])``): installing it never runs it.
+
+    ``factory()`` builds the middleware object (see ``ollm.types.middleware`` for its
+    methods) the first time a client names it; import heavy modules inside it. It may
+    read its own settings from the environment there (never at import).
+    """
+
+    name: str
+    factory: Callable[[], object]
     description: str = ""
 
 

@@ -1,0 +1,120 @@
+"""What middleware sees and answers: the chat's context, and the verdicts on a tool call.
+
+A middleware is any object with one or more of these methods, each ``async`` or plain
+(a plain one runs in a worker thread); ``ctx`` is the chat's ``MiddlewareContext``:
+
+- ``on_request(ctx, request) -> request``: before each request to the provider (it may
+  change the model, the options, the messages or the tools);
+- ``on_event(ctx, event) -> event | None | list[event]``: each event on its way to the
+  caller (transform it, drop it, or emit several, such as text held back);
+- ``before_tool_call(ctx, call) -> call | Deny | Ask``: before a tool runs (rewrite its
+  arguments, refuse it, or have a person asked);
+- ``after_tool_call(ctx, call, result) -> result``: the tool's ``ToolResult``;
+- ``on_message(ctx, message) -> message``: each message as it enters the history;
+- ``on_finish(ctx, finish)``: once, when the chat ends.
+
+See the hook ``ollm_middleware`` and the "Middleware" section of docs/plugins.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+
+if TYPE_CHECKING:
+    from ollm.runtime.client import ChatClient
+    from ollm.runtime.conversation import Conversation
+
+__all__ = [
+    "MIDDLEWARE_METHODS",
+    "ApprovalScope",
+    "Approve",
+    "Ask",
+    "Deny",
+    "MiddlewareContext",
+    "is_middleware",
+]
+
+MIDDLEWARE_METHODS = (
+    "on_request",
+    "on_event",
+    "before_tool_call",
+    "after_tool_call",
+    "on_message",
+    "on_finish",
+)
+"""The methods a middleware may have (it has at least one)."""
+
+
+def is_middleware(value: object) -> bool:
+    """Whether ``value`` has at least one middleware method."""
+    return any(callable(getattr(value, name, None)) for name in MIDDLEWARE_METHODS)
+
+
+ApprovalScope = Literal["once", "chat", "client"]
+"""How far an approval reaches: this call, every call of the tool in this chat, or in
+every chat of the client."""
+
+
+class Deny(msgspec.Struct, frozen=True):
+    """A tool call must not run: ``message`` goes back to the model as the call's
+    result, and the chat goes on."""
+
+    message: str = "it was refused"
+
+
+class Ask(msgspec.Struct, frozen=True):
+    """A person must approve this tool call first (``reason`` says why they are asked).
+
+    The chat emits an ``ApprovalRequestEvent``; the answer comes from the client's
+    ``approver`` or from ``stream.approve(id)`` / ``stream.deny(id)``.
+    """
+
+    reason: str = ""
+
+
+class Approve(msgspec.Struct, frozen=True):
+    """A person's yes to an approval request: for this call only (``once``), for the
+    tool in this chat (``chat``) or in every chat of the client (``client``); ``args``
+    replaces the call's arguments (the history keeps the model's as well)."""
+
+    scope: ApprovalScope = "once"
+    args: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.scope not in ("once", "chat", "client"):
+            raise ValueError(f"scope must be 'once', 'chat' or 'client', not {self.scope!r}")
+        if self.args is not None and not isinstance(self.args, dict):
+            raise TypeError("args must be a dict of the call's arguments, or None")
+
+
+class MiddlewareContext:
+    """The chat a middleware method is called for.
+
+    ``client`` is the ``ChatClient``; ``conversation`` the history (``conversation_id``
+    its id); ``turn`` the number of the current request (0 before the first);
+    ``provider`` and ``model`` the names in use (empty until known). ``state`` is a
+    dict for the middleware's own notes about this chat (key it by your name).
+    """
+
+    __slots__ = ("client", "conversation", "model", "provider", "state", "turn")
+
+    def __init__(self, client: ChatClient, conversation: Conversation) -> None:
+        self.client = client
+        self.conversation = conversation
+        self.turn = 0
+        self.provider = ""
+        self.model = ""
+        self.state: dict[str, Any] = {}
+
+    @property
+    def conversation_id(self) -> str:
+        """The conversation's id (``Conversation.id``)."""
+        return self.conversation.id
+
+    def __repr__(self) -> str:
+        return (
+            f"<MiddlewareContext conversation={self.conversation_id} turn={self.turn} "
+            f"provider={self.provider!r} model={self.model!r}>"
+        )
