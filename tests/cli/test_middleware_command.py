@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from cli_helpers import ollm_env
@@ -76,3 +78,45 @@ def test_after_a_failed_chat_the_session_goes_on(
     assert "Traceback" not in session.err.text
     # The failed chat sent nothing (and its prompt, never answered, is not sent again).
     assert [m["content"] for m in server.chat_requests[0].json["messages"]] == ["second"]
+
+
+KEY = "sk-proj-abcdefghijklmnop1234567890"
+
+
+def test_redact_keeps_a_key_off_the_screen_and_out_of_the_log(
+    run_ollm: RunOllm, server: FakeOllamaServer, tmp_path: Path
+) -> None:
+    logs = str(tmp_path / "logs.db")
+    server.script(
+        OllamaReply(["Your key, sk-proj-", "abcdefghijklmnop", "1234567890", " is noted."])
+    )
+    done = run_ollm(
+        "chat", "-m", "llama3.2", "--middleware", "redact", f"remember {KEY}", OLLM_LOGS_PATH=logs
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Your key, [REDACTED] is noted.\n"
+    assert "sk-proj" not in done.stderr
+    listed = run_ollm("logs", "--json", OLLM_LOGS_PATH=logs)
+    cid = json.loads(listed.stdout)[0]["id"]
+    shown = run_ollm("logs", "show", cid, "--json", OLLM_LOGS_PATH=logs)
+    assert shown.returncode == 0, shown.stderr
+    assert "sk-proj" not in shown.stdout
+    assert "[REDACTED]" in shown.stdout
+    for file in tmp_path.glob("logs.db*"):  # the database, its write-ahead log...
+        assert b"sk-proj" not in file.read_bytes(), file
+    # What the model was sent came from the history: redacted too.
+    assert KEY not in json.dumps(server.chat_requests[0].json)
+
+
+def test_redact_and_audit_are_listed_and_audit_writes_its_file(
+    run_ollm: RunOllm, server: FakeOllamaServer, tmp_path: Path
+) -> None:
+    plugins = run_ollm("plugins")
+    assert "middleware: redact, audit" in plugins.stdout
+    audit = tmp_path / "audit.jsonl"
+    done = run_ollm(
+        "chat", "-m", "llama3.2", "--middleware", "audit", "hello", OLLM_AUDIT_PATH=str(audit)
+    )
+    assert done.returncode == 0, done.stderr
+    [line] = [json.loads(x) for x in audit.read_text().splitlines()]
+    assert (line["kind"], line["model"], line["last"]["text"]) == ("request", "llama3.2", "hello")

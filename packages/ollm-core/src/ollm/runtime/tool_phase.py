@@ -5,7 +5,8 @@ outermost first, in the order of the calls. One may change its arguments (the ca
 runs with them, and keeps the model's as ``original_args``) or refuse it (``Deny``: its
 result is the reason, with ``TOOL_DENIED``). The calls let through run at once,
 concurrently, each under its timeout; each result goes back through ``after_tool_call``
-of the layers the call went through, innermost first.
+of the layers the call went through, innermost first (a refusal too: the layers outside
+the one that refused it see it).
 
 Internal: not part of ollm's public API (a step of ``ollm.ChatClient.chat``); its layout
 may change in any release.
@@ -109,10 +110,11 @@ class ToolPhase:
             if isinstance(verdict, ToolCall):
                 item.runs_as(verdict)
                 ready.append(item)
-            elif isinstance(verdict, Deny):
-                item.outcome = denied_outcome(item.call, verdict.message)
             else:
-                item.outcome = denied_outcome(item.call, _no_one_to_ask(verdict))
+                why = verdict.message if isinstance(verdict, Deny) else _no_one_to_ask(verdict)
+                item.outcome = denied_outcome(item.call, why)
+                if item.depth:
+                    ready.append(item)  # the layers it went through see the refusal
         return ready
 
     async def _run_all(self, ready: Sequence[_Call]) -> None:
@@ -127,7 +129,9 @@ class ToolPhase:
                         group.start_soon(self._run_one, item)
 
     async def _run_one(self, item: _Call) -> None:
-        outcome = await invoke(item.call, self.tools, self.timeout, self.abort)
+        outcome = item.outcome
+        if outcome is None:
+            outcome = await invoke(item.call, self.tools, self.timeout, self.abort)
         if item.depth and self.chain.results:
             result = ToolResult(outcome.content, outcome.images, outcome.is_error)
             try:

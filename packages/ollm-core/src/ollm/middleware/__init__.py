@@ -1,0 +1,31 @@
+"""ollm's own middleware: ``redact`` and ``audit``, ordinary plugins run only when named.
+
+::
+
+    ollm chat --middleware redact -m llama3.2 "..."     # keys never reach the screen or log
+    ollm chat --middleware audit -t current_time "..."  # a JSON line per request and call
+
+In Python, name them (``ChatClient(middleware=["redact", "audit"])``) or build them with
+settings of your own: ``Redact(patterns=[...])``, ``Audit(path)``.
+
+Names load on first use: importing this package costs nothing.
+"""
+
+from __future__ import annotations
+
+from ollm.kit import lazy_exports
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ollm.middleware.audit import Audit
+    from ollm.middleware.redact import DEFAULT_PATTERNS, Redact
+
+__all__ = ["DEFAULT_PATTERNS", "Audit", "Redact"]
+
+_LAZY: dict[str, str] = {
+    "Audit": "ollm.middleware.audit",
+    "DEFAULT_PATTERNS": "ollm.middleware.redact",
+    "Redact": "ollm.middleware.redact",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
