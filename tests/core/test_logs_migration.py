@@ -1,5 +1,6 @@
 """A log written by ollm's first schema (version 1) is migrated, its ids keep working and
-get short forms; ``readonly=True`` reads it (or a folder it cannot write) changing nothing."""
+get short forms; ``readonly=True`` reads it (or a folder it cannot write) changing nothing.
+A log of version 2 (before tool-call decisions were logged) is migrated to version 3."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def test_a_version_1_log_is_migrated_and_its_ids_keep_working(tmp_path: Path) ->
     path = tmp_path / "logs.db"
     version_1_log(path)
     with LogStore(path) as store:
-        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 3
         # The refused prompt left the history (-c would send it again), its start kept.
         assert [m.text for m in store.load(OLD[0]).messages] == ["question 0", "answer 0"]
         responses = store.responses(OLD[0][:15])
@@ -118,6 +119,86 @@ def test_a_version_1_log_is_migrated_and_its_ids_keep_working(tmp_path: Path) ->
         fork = store.log_exchange(OLD[1], [ollm.Message.user("other")], base=2)
         assert [m.text for m in store.load(fork).messages] == ["question 1", "answer 1", "other"]
         assert store.info(fork).forked_from == OLD[1]
+
+
+# What version 2 added to version 1.
+VERSION_2 = (
+    VERSION_1.replace("PRAGMA user_version = 1;", "")
+    + """
+ALTER TABLE conversations ADD COLUMN forked_from TEXT;
+ALTER TABLE conversations ADD COLUMN forked_at INTEGER;
+ALTER TABLE responses ADD COLUMN messages_after INTEGER;
+ALTER TABLE responses ADD COLUMN unanswered TEXT;
+PRAGMA user_version = 2;
+"""
+)
+V2 = "q5xkq2nqzkc3tbeg"
+
+
+def version_2_log(path: Path) -> None:
+    """A conversation as version 2 logged it: a call, its result and the answer."""
+    call = ollm.ToolCall("call_1", "launch", {"target": "moon"})
+    history = [
+        ollm.Message.user("launch"),
+        ollm.Message.assistant(tool_calls=(call,)),
+        ollm.Message.tool("launched", call=call),
+        ollm.Message.assistant("Done."),
+    ]
+    when = "2025-06-01T10:00:00.000000+00:00"
+    with sqlite3.connect(path) as db:
+        db.executescript(VERSION_2)
+        db.execute(
+            "INSERT INTO conversations (id, created_at, updated_at, provider, model) "
+            "VALUES (?, ?, ?, 'ollama', 'qwen3')",
+            (V2, when, when),
+        )
+        for seq, message in enumerate(history):
+            db.execute(
+                "INSERT INTO messages (conversation_id, seq, role, content, message, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (V2, seq, message.role, message.text, msgspec.json.encode(message), when),
+            )
+        db.execute(
+            "INSERT INTO responses (conversation_id, created_at, finish_reason, messages_after) "
+            "VALUES (?, ?, 'stop', 4)",
+            (V2, when),
+        )
+
+
+def test_a_version_2_log_is_migrated_and_logs_decisions(tmp_path: Path) -> None:
+    path = tmp_path / "logs.db"
+    version_2_log(path)
+    with LogStore(path, readonly=True) as store:  # read through a migrated copy
+        assert store.decisions(V2) == []
+        assert len(store.load(V2).messages) == 4
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2  # left as it was
+    with LogStore(path) as store:
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert [m.role for m in store.load(V2).messages] == [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+        ]
+        assert [r.finish_reason for r in store.responses(V2)] == ["stop"]
+        call = ollm.ToolCall("call_2", "launch", {"target": "mars"})
+        decision = ollm.ToolDecisionEvent(call, "deny", "person", "not this year", id="q1")
+        store.log_exchange(
+            V2,
+            [ollm.Message.user("and mars?"), ollm.Message.assistant(tool_calls=(call,))],
+            base=4,
+            decisions=[decision],
+        )
+        [logged] = store.decisions(V2)
+    assert (logged.tool, logged.decision, logged.by, logged.reason, logged.call_id) == (
+        "launch",
+        "deny",
+        "person",
+        "not this year",
+        "call_2",
+    )
+    assert (logged.args, logged.messages_after, logged.scope) == ('{"target":"mars"}', 6, "once")
 
 
 def test_reading_a_version_1_log_changes_nothing(tmp_path: Path) -> None:

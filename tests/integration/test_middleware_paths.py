@@ -224,6 +224,7 @@ def test_a_middleware_that_is_not_installed_is_named_in_the_error(
         env=ollm_env(PYTHONPATH=installed),
     )
     assert done.returncode == 1
-    assert "error[PLUGIN_ERROR]: no middleware is named 'recordr'. Installed: recorder" in (
-        done.stderr
+    assert (
+        "error[PLUGIN_ERROR]: no middleware is named 'recordr'. Installed: redact, audit, recorder"
+        in (done.stderr)
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +19,7 @@ from ollm.types.text import encode_json, valid_unicode
 
 __all__ = [
     "CONVERSATION_COLUMNS",
+    "DECISION_COLUMNS",
     "RESPONSE_COLUMNS",
     "SHORT_ID",
     "count",
@@ -26,10 +27,12 @@ __all__ = [
     "fork",
     "fts_query",
     "insert_conversation",
+    "insert_decisions",
     "insert_messages",
     "insert_response",
     "new_id",
     "now",
+    "replace_messages",
     "searchable_text",
     "short_id",
     "touch",
@@ -158,6 +161,24 @@ def insert_messages(db: sqlite3.Connection, cid: str, messages: Sequence[Message
     return seq + len(messages)
 
 
+def replace_messages(db: sqlite3.Connection, cid: str, messages: Mapping[int, Message]) -> None:
+    """Put each of ``messages`` in place of the one logged at its position (``seq``)."""
+    for seq, m in messages.items():
+        row = db.execute(
+            "SELECT created_at FROM messages WHERE conversation_id = ? AND seq = ?", (cid, seq)
+        ).fetchone()
+        if row is None:
+            continue
+        # Deleted and inserted again, so that the full-text index follows.
+        db.execute("DELETE FROM messages WHERE conversation_id = ? AND seq = ?", (cid, seq))
+        execute(
+            db,
+            "INSERT INTO messages (conversation_id, seq, role, content, message, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (cid, seq, m.role, searchable_text(m), encode_json(m, _encode), row[0]),
+        )
+
+
 def touch(db: sqlite3.Connection, cid: str, provider: str | None, model: str | None) -> None:
     """The conversation was written to now (and goes on with ``provider`` and ``model``)."""
     execute(
@@ -200,6 +221,43 @@ def insert_response(db: sqlite3.Connection, cid: str, values: Sequence[Any]) -> 
         db, f"INSERT INTO responses (conversation_id, {columns}) VALUES ({marks})", (cid, *values)
     )
 
+
+def insert_decisions(
+    db: sqlite3.Connection, cid: str, messages_after: int, decisions: Sequence[Any]
+) -> None:
+    """A row of ``decisions`` for each ``ToolDecisionEvent``."""
+    stamp = now()
+    for d in decisions:
+        execute(
+            db,
+            f"INSERT INTO decisions (conversation_id, {', '.join(DECISION_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * (len(DECISION_COLUMNS) + 1))})",
+            (
+                cid,
+                stamp,
+                messages_after,
+                d.call.id,
+                d.call.name,
+                encode_json(d.call.args, _encode).decode(),
+                d.decision,
+                d.by,
+                d.reason,
+                d.scope,
+            ),
+        )
+
+
+DECISION_COLUMNS = (
+    "created_at",
+    "messages_after",
+    "call_id",
+    "tool",
+    "args",
+    "decision",
+    "decided_by",
+    "reason",
+    "scope",
+)
 
 RESPONSE_COLUMNS = (
     "created_at",

@@ -94,6 +94,24 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             AND m.created_at <= responses.created_at
         ) WHERE messages_after IS NULL""",
     ),
+    (
+        # Whether each tool call could run, who decided (a rule, a person, a middleware)
+        # and why, with the arguments it was decided on.
+        """CREATE TABLE decisions (
+            id INTEGER PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            created_at TEXT NOT NULL,
+            messages_after INTEGER,
+            call_id TEXT,
+            tool TEXT NOT NULL,
+            args TEXT,
+            decision TEXT NOT NULL,
+            decided_by TEXT,
+            reason TEXT,
+            scope TEXT
+        )""",
+        "CREATE INDEX decisions_by_conversation ON decisions(conversation_id)",
+    ),
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)

@@ -61,7 +61,7 @@ from ollm._logschema import (
 )
 from ollm.errors import LogsUnavailableError
 from ollm.runtime.conversation import Conversation
-from ollm.types.events import Usage
+from ollm.types.events import ToolDecisionEvent, Usage
 from ollm.types.messages import Message
 
 __all__ = [
@@ -71,6 +71,7 @@ __all__ = [
     "ENV_LOGS_PATH",
     "UNANSWERED_PREVIEW",
     "ConversationInfo",
+    "DecisionInfo",
     "LogStore",
     "LogsUnavailableError",
     "ResponseInfo",
@@ -139,6 +140,25 @@ class ResponseInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     error_code: str | None = None
     error_message: str | None = None
     unanswered: str | None = None
+
+
+class DecisionInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Whether one tool call could run: ``decision`` (``allow`` or ``deny``), who
+    decided (``by``: a rule, a person, a middleware... as ``ToolDecisionEvent`` says)
+    and why, with the arguments it was decided on (a JSON object as text).
+
+    ``messages_after`` is how many messages the conversation held once it was logged.
+    """
+
+    created_at: datetime
+    tool: str
+    decision: str
+    messages_after: int = 0
+    call_id: str | None = None
+    args: str | None = None
+    by: str | None = None
+    reason: str | None = None
+    scope: str | None = None
 
 
 def logs_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -395,9 +415,19 @@ class LogStore:
         error_message: str | None = None,
         base: int | None = None,
         unanswered: Sequence[Message] = (),
+        decisions: Sequence[ToolDecisionEvent] = (),
+        response: bool = True,
+        replaced: Mapping[int, Message] | None = None,
     ) -> str:
         """One chat's messages and how it went, in one transaction; the id of the
         conversation they went to (a new one when ``cid`` is ``None``).
+
+        ``decisions`` are the chat's ``ToolDecisionEvent``s: whether each tool call
+        could run, who decided and why (``decisions()`` reads them back).
+        ``response=False`` logs the messages alone (a chat still under way, waiting for
+        a person's answer: the response follows when it ends); ``replaced`` then puts
+        messages logged so in their final form (a reply's calls as they ran), by
+        position in the conversation.
 
         ``base`` is how many messages of ``cid`` this chat followed (what was loaded,
         and logged since). If ``cid`` holds another number now, another writer went on
@@ -415,8 +445,13 @@ class LogStore:
                 cid = rows.insert_conversation(db, provider, model, system)
             elif base is not None and rows.count(db, cid) != base:
                 cid = rows.fork(db, cid, base, provider, model, system)
+            if replaced:
+                rows.replace_messages(db, cid, replaced)
             count = rows.insert_messages(db, cid, messages)
             rows.touch(db, cid, provider if messages else None, model if messages else None)
+            rows.insert_decisions(db, cid, count, decisions)
+            if not response:
+                return cid
             rows.insert_response(
                 db,
                 cid,
@@ -518,6 +553,30 @@ class LogStore:
             ).fetchall()
         return [
             ResponseInfo(datetime.fromisoformat(row[0]), int(row[1] or 0), *row[2:])
+            for row in found
+        ]
+
+    def decisions(self, cid: str) -> builtins.list[DecisionInfo]:
+        """Whether each tool call of the conversation ``cid`` could run, in order."""
+        full = self.resolve(cid)
+        with self._guard("be read"):
+            found = self.db.execute(
+                f"SELECT {', '.join(rows.DECISION_COLUMNS)} FROM decisions "
+                "WHERE conversation_id = ? ORDER BY id",
+                (full,),
+            ).fetchall()
+        return [
+            DecisionInfo(
+                created_at=datetime.fromisoformat(row[0]),
+                messages_after=int(row[1] or 0),
+                call_id=row[2],
+                tool=row[3],
+                args=row[4],
+                decision=row[5],
+                by=row[6],
+                reason=row[7],
+                scope=row[8],
+            )
             for row in found
         ]
 

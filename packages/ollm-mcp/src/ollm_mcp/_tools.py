@@ -15,7 +15,7 @@ from ollm import ArgumentsValidator, Tool, ToolResult
 from ollm.kit import valid_tool_name
 from ollm.types import ImagePart, ToolSchema
 
-__all__ = ["needs_task_call", "result_for_model", "tool_from_mcp"]
+__all__ = ["approval_of", "needs_task_call", "result_for_model", "tool_from_mcp"]
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,22 @@ def tool_from_mcp(
         call_tool,
         validator=validator,
         timeout=timeout,
+        approval=approval_of(listed),
     )
+
+
+def approval_of(listed: mcp_types.Tool) -> str | None:
+    """What the server's annotations ask of the tool's calls, as an approval default: a
+    read-only tool is allowed, a destructive one asks (rules a chat is given come
+    first; a server says nothing of the others)."""
+    hints = listed.annotations
+    if hints is None:
+        return None
+    if hints.read_only_hint is True:
+        return "allow"
+    if hints.destructive_hint is True:
+        return "ask"
+    return None
 
 
 def needs_task_call(listed: mcp_types.Tool) -> bool:

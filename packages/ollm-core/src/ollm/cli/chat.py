@@ -13,11 +13,13 @@ import dataclasses
 import re
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ollm.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from ollm.cli.approval import TerminalQuestions, no_terminal, policy_from
 from ollm.cli.chatlog import ChatLog
 from ollm.cli.config import CliConfig, load_registries
 from ollm.cli.driving import drive
@@ -32,7 +34,13 @@ from ollm.errors import (
 from ollm.registries import Registries
 from ollm.runtime.client import ChatClient, ChatStream
 from ollm.runtime.conversation import Conversation
-from ollm.types.events import ErrorEvent, FinishEvent
+from ollm.types.events import (
+    ApprovalRequestEvent,
+    ChatEvent,
+    ErrorEvent,
+    FinishEvent,
+    ToolDecisionEvent,
+)
 from ollm.types.provider import ModelManagement
 from ollm.types.request import GenerationOptions
 
@@ -77,8 +85,9 @@ def run_chat(args: argparse.Namespace, terminal: Terminal, stdin: TextIO | None 
         return EXIT_USAGE
 
     renderer = EventRenderer(terminal, json=args.json, show_thinking=not args.hide_thinking)
+    questions = TerminalQuestions(terminal, stdin) if _isatty(stdin) else None
     try:
-        return _run(args, config, prompt, interactive, renderer, terminal)
+        return _run(args, config, prompt, interactive, renderer, terminal, questions)
     except OllmError as exc:
         if args.json and renderer.finish is None:
             # A failure before the chat began still ends the event stream as usual.
@@ -94,6 +103,7 @@ def _run(
     interactive: bool,
     renderer: EventRenderer,
     terminal: Terminal,
+    questions: TerminalQuestions | None,
 ) -> int:
     registries = load_registries()
     for name in config.middleware:
@@ -142,11 +152,28 @@ def _run(
             toolsets=toolsets,
             middleware=config.middleware,
             middleware_timeout=args.middleware_timeout or 5.0,
+            # Rules only where tools are offered: a plain chat reads no policy file.
+            approval=policy_from(args) if args.tools or toolsets else None,
+            approver=None if questions is not None else no_terminal,
         )
         session = _Session(client, registries, config, renderer, terminal, log, system)
+        session.questions = questions
         with start_blocking_portal(config.backend) as portal:
             try:
                 _check_model(client, registries, config, portal)
+                unanswered = client.conversation.unanswered_calls
+                if unanswered:
+                    # Stopped while asking about these: ask again, and go on from there.
+                    terminal.info(
+                        f"(conversation {log.cid}: {len(unanswered)} tool call(s) were never "
+                        "answered; deciding them now)",
+                        "dim",
+                    )
+                    finish = session.exchange(client.chat(), portal)
+                    if interactive:
+                        terminal.end_line()
+                    elif prompt is None or _exit_code(finish) != EXIT_OK:
+                        return _exit_code(finish)
                 if interactive:
                     return _interactive(session, portal)
                 return _exit_code(session.exchange(client.chat(prompt), portal))
@@ -177,14 +204,32 @@ class _Session:
         self.system = system
         self.provider = registries.providers.get(config.provider)
         self.model = config.model or getattr(self.provider, "default_model", None)
+        self.questions: TerminalQuestions | None = None
 
     def exchange(self, stream: ChatStream, portal: BlockingPortal) -> FinishEvent | None:
         """One chat, drawn as it comes, then logged (even when Ctrl-C ends it)."""
         started = time.perf_counter()
         self.renderer.error = None
         self.renderer.finish = None
+        decisions: list[ToolDecisionEvent] = []
+
+        def on_event(event: ChatEvent) -> None:
+            self.renderer(event)
+            if type(event) is ToolDecisionEvent:
+                decisions.append(event)
+            elif type(event) is ApprovalRequestEvent and self.questions is not None:
+                # The reply is in the history: logged before asking, so that a session
+                # stopped while asking can go on with it (ollm chat --cid).
+                self.log.checkpoint(
+                    stream.conversation,
+                    provider=self.provider.name,
+                    model=self.model,
+                    system=self.system,
+                )
+                self.questions(event, stream)
+
         try:
-            return _stream(stream, portal, self.renderer, self.terminal)
+            return _stream(stream, portal, on_event, self.renderer, self.terminal)
         finally:
             kept = self.log.record(
                 stream.conversation,
@@ -194,6 +239,7 @@ class _Session:
                 finish=self.renderer.finish,
                 error=self.renderer.error,
                 duration_ms=(time.perf_counter() - started) * 1000.0,
+                decisions=decisions,
             )
             if kept < len(stream.conversation):  # no model answered: the prompt leaves
                 self.client.conversation = Conversation(stream.conversation.messages[:kept])
@@ -283,6 +329,7 @@ def _check_model(
 def _stream(
     stream: ChatStream,
     portal: BlockingPortal,
+    on_event: Callable[[ChatEvent], None],
     renderer: EventRenderer,
     terminal: Terminal,
 ) -> FinishEvent | None:
@@ -294,7 +341,7 @@ def _stream(
             terminal.info("stopping... (Ctrl-C again to quit)", "dim")
 
     renderer.finish = None
-    drive(portal, stream.__aiter__(), renderer, interrupted)
+    drive(portal, stream.__aiter__(), on_event, interrupted)
     return renderer.finish
 
 

@@ -16,12 +16,13 @@ goes to a new conversation that branches from it, with a note naming it.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ollm.cli.terminal import Terminal
 from ollm.runtime.conversation import Conversation
-from ollm.types.events import ErrorEvent, FinishEvent
+from ollm.types.events import ErrorEvent, FinishEvent, ToolDecisionEvent
 from ollm.types.messages import Message
 
 if TYPE_CHECKING:
@@ -32,11 +33,16 @@ __all__ = ["ChatLog"]
 
 @dataclass(frozen=True)
 class _Exchange:
-    """One chat waiting to be logged: its new messages (or its unanswered ones)."""
+    """One chat waiting to be logged: its new messages (or its unanswered ones), how it
+    went, and the decisions on its tool calls; ``final=False`` for the messages of a
+    chat still under way (no response yet)."""
 
     messages: tuple[Message, ...]
     unanswered: tuple[Message, ...]
     response: dict[str, Any]
+    decisions: tuple[ToolDecisionEvent, ...] = ()
+    final: bool = True
+    replaced: dict[int, Message] = field(default_factory=dict)
 
 
 class ChatLog:
@@ -51,6 +57,8 @@ class ChatLog:
         self.base = 0  # the messages of the logged conversation, as this session wrote them
         self._pending: list[_Exchange] = []
         self._failing = False
+        self._checkpointed = False  # the chat under way logged its reply already
+        self._early: dict[int, Message] = {}  # what it logged then, by position
 
     @classmethod
     def open(cls, args: argparse.Namespace, terminal: Terminal) -> ChatLog:
@@ -110,6 +118,7 @@ class ChatLog:
         finish: FinishEvent | None,
         error: ErrorEvent | None,
         duration_ms: float,
+        decisions: Sequence[ToolDecisionEvent] = (),
     ) -> int:
         """Log what the conversation gained since the last record, and how the chat went.
 
@@ -121,7 +130,13 @@ class ChatLog:
         new = messages[self.saved :]
         if not new and finish is None:
             return len(messages)
-        answered = any(m.role == "assistant" for m in new)
+        answered = self._checkpointed or any(m.role == "assistant" for m in new)
+        # A reply logged early, whose calls changed before they ran, takes its final form.
+        replaced = {
+            i: messages[i] for i, m in self._early.items() if i < len(messages) and messages[i] != m
+        }
+        self._checkpointed = False
+        self._early = {}
         if self.write and self.store is not None:
             response = {
                 "provider": provider,
@@ -134,12 +149,39 @@ class ChatLog:
                 "error_message": error.message if error else None,
             }
             self._pending.append(
-                _Exchange(new if answered else (), () if answered else new, response)
+                _Exchange(
+                    new if answered else (),
+                    () if answered else new,
+                    response,
+                    tuple(decisions),
+                    replaced=replaced,
+                )
             )
             self._flush()
         if answered:
             self.saved = len(messages)
         return self.saved
+
+    def checkpoint(
+        self,
+        conversation: Conversation,
+        *,
+        provider: str,
+        model: str | None,
+        system: str | None,
+    ) -> None:
+        """Log the messages so far of a chat still under way (a person is asked about its
+        tool calls): a session stopped meanwhile leaves them in the log, and ``ollm chat
+        --cid`` asks again. Its response is logged with the rest when it ends."""
+        messages = conversation.messages
+        new = messages[self.saved :]
+        self._checkpointed = True
+        self._early.update(enumerate(new, start=self.saved))
+        if new and self.write and self.store is not None:
+            details = {"provider": provider, "model": model, "system": system}
+            self._pending.append(_Exchange(new, (), details, final=False))
+            self._flush()
+        self.saved = len(messages)
 
     def _flush(self) -> None:
         """Write the exchanges not logged yet, in order; stop at the first failure."""
@@ -157,6 +199,9 @@ class ChatLog:
                     exchange.messages,
                     base=self.base if self.cid is not None else None,
                     unanswered=exchange.unanswered,
+                    decisions=exchange.decisions,
+                    response=exchange.final,
+                    replaced=exchange.replaced,
                     **exchange.response,
                 )
             except LogsUnavailableError as exc:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ollm.cli import EXIT_OK
 from ollm.cli.terminal import Terminal
-from ollm.logs import ConversationInfo, LogStore, ResponseInfo, logs_path
+from ollm.logs import ConversationInfo, DecisionInfo, LogStore, ResponseInfo, logs_path
 from ollm.types.messages import Message, TextPart
 from ollm.types.text import encode_json
 
@@ -37,11 +37,17 @@ def run_logs(args: argparse.Namespace, terminal: Terminal) -> int:
             info = store.info(args.id)
             messages = store.load(info.id).messages
             responses = store.responses(info.id)
+            decisions = store.decisions(info.id)
             if as_json:
-                body = {"conversation": info, "messages": messages, "responses": responses}
+                body = {
+                    "conversation": info,
+                    "messages": messages,
+                    "responses": responses,
+                    "decisions": decisions,
+                }
                 terminal.write(encode_json(body).decode() + "\n")
             else:
-                terminal.write(_markdown(info, messages, responses))
+                terminal.write(_markdown(info, messages, responses, decisions))
         else:
             removed = store.remove(args.id)
             terminal.info(f"deleted conversation {removed}", "dim")
@@ -68,7 +74,10 @@ def _print_list(infos: list[ConversationInfo], terminal: Terminal, as_json: bool
 
 
 def _markdown(
-    info: ConversationInfo, messages: tuple[Message, ...], responses: Sequence[ResponseInfo]
+    info: ConversationInfo,
+    messages: tuple[Message, ...],
+    responses: Sequence[ResponseInfo],
+    decisions: Sequence[DecisionInfo] = (),
 ) -> str:
     when = info.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
     lines = [f"# Conversation {info.id}", ""]
@@ -83,12 +92,12 @@ def _markdown(
         lines += ["", "## System", "", info.system]
     lines += _outcomes(responses, 0)
     for number, message in enumerate(messages, start=1):
-        lines += _message(message)
+        lines += _message(message, decisions)
         lines += _outcomes(responses, number)
     return "\n".join(lines) + "\n"
 
 
-def _message(message: Message) -> list[str]:
+def _message(message: Message, decisions: Sequence[DecisionInfo] = ()) -> list[str]:
     text = "".join(p.text for p in message.parts if isinstance(p, TextPart)).strip()
     if message.role == "user":
         return ["", "## User", "", text]
@@ -98,11 +107,25 @@ def _message(message: Message) -> list[str]:
             lines.append(text)
         for call in message.tool_calls:
             lines.append(f"- calls `{call.name}({encode_json(call.args).decode()})`")
+            if call.original_args is not None:
+                asked = encode_json(call.original_args).decode()
+                lines.append(f"  (the model asked `{call.name}({asked})`; changed before it ran)")
+            for decision in decisions:
+                if decision.call_id == call.id:
+                    lines.append(f"  {_decision(decision)}")
         return lines
     if message.role == "tool":
         mark = " (error)" if message.is_error else ""
         return ["", f"### Result of `{message.name}`{mark}", "", "```", text, "```"]
     return ["", f"## {message.role.title()}", "", text]
+
+
+def _decision(decision: DecisionInfo) -> str:
+    """``allowed by rule: ...`` / ``denied by person: ...``."""
+    verb = "allowed" if decision.decision == "allow" else "denied"
+    scope = f" (for the {decision.scope})" if decision.scope in ("chat", "client") else ""
+    reason = f": {decision.reason}" if decision.reason else ""
+    return f"{verb} by {decision.by or 'no one'}{scope}{reason}"
 
 
 def _outcomes(responses: Sequence[ResponseInfo], after: int) -> list[str]:

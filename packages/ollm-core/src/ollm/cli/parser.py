@@ -15,6 +15,7 @@ examples:
   ollm chat -p echo "hello"                 (no server needed: the echo provider)
   ollm chat -m qwen3 --mcp servers.json -t 'git_*' "What changed?"   (MCP servers' tools)
   ollm chat -c "And in Tokyo?"             (go on with the last conversation)
+  ollm chat -m qwen3 --mcp servers.json -t 'fs_*' --ask 'fs_write' "Tidy up"   (asks first)
   ollm logs -q paris                        (search the logged conversations)
   ollm models pull llama3.2
   ollm plugins
@@ -24,6 +25,7 @@ environment:
   OLLAMA_HOST                   where Ollama listens (default http://127.0.0.1:11434)
   OLLM_MCP_CONFIG               an mcpServers file used when --mcp is not given
   OLLM_MIDDLEWARE               middleware for every chat (a,b), when --middleware is not given
+  OLLM_POLICY                   the approval policy file (default ~/.config/ollm/policy.toml)
   OLLM_LOGS_PATH, OLLM_LOGS=off where conversations are logged (`ollm logs path`), or not
   OLLM_BACKEND                  asyncio (default) or trio
   NO_COLOR                      plain output
@@ -108,6 +110,28 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long a middleware may take each time it is called (default 5)",
     )
+    approval = chat.add_argument_group(
+        "approval of tool calls",
+        "Each tool call runs, waits for your answer, or is refused, by these rules and "
+        "those of the policy file ($OLLM_POLICY, else ~/.config/ollm/policy.toml): deny "
+        "wins over ask, ask over allow. A tool may ask by itself (an MCP server's "
+        "destructive tools do). Without a terminal, a call that needs an answer is refused.",
+    )
+    approval.add_argument(
+        "--approve", action="store_true", help="ask before every tool call (a deny still denies)"
+    )
+    for verb, what in (
+        ("allow", "run the calls of these tools without asking"),
+        ("ask", "ask before the calls of these tools run"),
+        ("deny", "never run the calls of these tools"),
+    ):
+        approval.add_argument(
+            f"--{verb}",
+            action="append",
+            default=[],
+            metavar="GLOB",
+            help=f"{what} (a name or a glob such as 'fs_*'; repeat for more)",
+        )
     chat.add_argument("--max-turns", type=_positive_int, default=None, help="requests per chat")
     chat.add_argument(
         "--temperature", type=_temperature, default=None, help="sampling temperature, 0 to 2"

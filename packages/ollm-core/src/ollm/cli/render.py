@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ollm.cli.terminal import Terminal, for_the_command_line
+from ollm.errors import ErrorCode
 from ollm.types.events import (
     ChatEvent,
     ErrorEvent,
@@ -13,6 +14,7 @@ from ollm.types.events import (
     TokenWarningEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
+    ToolDecisionEvent,
     encode_event,
 )
 from ollm.types.messages import ToolCall
@@ -56,8 +58,14 @@ class EventRenderer:
         elif isinstance(event, ToolCallStartEvent):
             arrow = t.symbol("→", "->")
             t.info(f"{arrow} {_call(event.call)}", "cyan")
+        elif isinstance(event, ToolDecisionEvent):
+            if event.decision == "deny":
+                mark = t.symbol("✗", "x")
+                t.info(f"{mark} {event.call.name} was not run: {_short(event.reason)}", "yellow")
         elif isinstance(event, ToolCallResultEvent):
-            if event.is_error:
+            if event.error_code == ErrorCode.TOOL_DENIED:
+                pass  # its decision said so
+            elif event.is_error:
                 mark = t.symbol("✗", "x")
                 t.info(f"{mark} {_short(event.result)}", "red")
             else:

@@ -10,10 +10,12 @@ from typing import Any
 
 from ollm.errors import error_from_code
 from ollm.registries import Registries
+from ollm.runtime.approval import Approver
 from ollm.runtime.context import RunContext
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.run import ChatRun
-from ollm.runtime.settings import ChatSettings, ToolItem
+from ollm.runtime.settings import ChatSettings, ToolItem, as_policy
+from ollm.tools.approval import ApprovalPolicy, ApprovalRule
 from ollm.tools.tool import Tool
 from ollm.tools.toolset import Toolset, check_toolset_name, is_toolset
 from ollm.types.abort import AbortSignal
@@ -27,6 +29,7 @@ from ollm.types.events import (
     Usage,
 )
 from ollm.types.messages import ImagePart, Message, Part, TextPart
+from ollm.types.middleware import ApprovalScope, Approve, Deny
 from ollm.types.provider import ProviderAdapter
 from ollm.types.request import GenerationOptions
 
@@ -84,7 +87,8 @@ class ChatStream:
     Also an async context manager (``async with client.chat(...) as stream``) that
     closes the chat, and its provider connection, on exit. ``abort()`` stops it from
     any task or thread: the chat ends with a ``finish`` event whose reason is
-    ``cancelled``.
+    ``cancelled``. An ``ApprovalRequestEvent`` waits for ``approve(id)`` or
+    ``deny(id)`` (from any task or thread) unless the client has an ``approver``.
     """
 
     __slots__ = ("_iterator", "_run", "signal")
@@ -102,6 +106,31 @@ class ChatStream:
     def abort(self, reason: str = "aborted") -> None:
         """Stop the chat (thread-safe)."""
         self.signal.abort(reason)
+
+    def approve(
+        self,
+        request_id: str,
+        scope: ApprovalScope = "once",
+        args: dict[str, Any] | None = None,
+    ) -> bool:
+        """Let the call of an ``ApprovalRequestEvent`` run (thread-safe).
+
+        ``scope="chat"`` approves the tool's other calls in this chat too, ``"client"``
+        in every chat of the client; ``args`` runs it with these arguments instead (the
+        history keeps the model's too). ``False`` if it was answered already.
+        """
+        return self._run.board.answer(request_id, Approve(scope, args), "person")
+
+    def deny(self, request_id: str, message: str = "a person declined it") -> bool:
+        """Keep the call of an ``ApprovalRequestEvent`` from running (thread-safe): the
+        model reads ``message`` as its result, and the chat goes on. ``False`` if it was
+        answered already."""
+        return self._run.board.answer(request_id, Deny(message), "person")
+
+    def pending(self, request_id: str) -> bool:
+        """Whether the approval request ``request_id`` still waits for an answer (one may
+        have been answered with another: an approval for the chat answers them all)."""
+        return self._run.board.pending(request_id)
 
     def __aiter__(self) -> AsyncIterator[ChatEvent]:
         # The generator itself, so that `async for` adds no layer of its own.
@@ -176,7 +205,10 @@ class ChatClient:
 
     ``middleware`` wraps every request and tool call of its chats: names of installed
     middleware (``ollm plugins`` lists them; none runs unless named) and middleware
-    objects, the first named outermost (see ``ollm.MiddlewareContext``).
+    objects, the first named outermost (see ``ollm.MiddlewareContext``). ``approval``
+    rules decide which tool calls run, wait for a person, or never run; ``approver``
+    answers the questions at once (else they are events of the stream, answered with
+    ``stream.approve(id)``).
 
     Toolsets (an ``ollm_mcp.MCPServer``...) in ``tools`` offer all their tools;
     ``toolsets`` are there to be picked from by name or glob in ``tools``
@@ -207,6 +239,8 @@ class ChatClient:
         toolsets: Sequence[Toolset] = (),
         middleware: Sequence[str | object] = (),
         middleware_timeout: float | None = 5.0,
+        approval: ApprovalPolicy | Sequence[ApprovalRule] | None = None,
+        approver: Approver | None = None,
     ) -> None:
         if registries is not None and not isinstance(registries, Registries):
             raise TypeError("registries must be an ollm.Registries")
@@ -230,6 +264,8 @@ class ChatClient:
             response_format=response_format,
             middleware=middleware,
             middleware_timeout=middleware_timeout,
+            approval=approval,  # type: ignore[arg-type]  # a list becomes a policy
+            approver=approver,
         )
         self.conversation = conversation if conversation is not None else Conversation()
 
@@ -264,8 +300,15 @@ class ChatClient:
         response_format: str | dict[str, Any] | None = None,
         middleware: Sequence[str | object] | None = None,
         middleware_timeout: float | None = None,
+        approval: ApprovalPolicy | Sequence[ApprovalRule] | None = None,
+        approver: Approver | None = None,
     ) -> ChatStream:
-        """Start a chat; iterate the returned stream for its events."""
+        """Start a chat; iterate the returned stream for its events.
+
+        With no ``prompt``, the conversation is sent as it stands; if its last reply
+        has calls that were never answered (a chat stopped while a person was asked
+        about them), they are decided (asked about again) and run first.
+        """
         settings = self.settings.with_overrides(
             provider=provider,
             model=model,
@@ -283,6 +326,8 @@ class ChatClient:
             response_format=response_format,
             middleware=middleware,
             middleware_timeout=middleware_timeout,
+            approval=as_policy(approval),
+            approver=approver,
         )
         if abort is not None and not isinstance(abort, AbortSignal):
             raise TypeError("abort must be an ollm.AbortSignal")
@@ -296,9 +341,12 @@ class ChatClient:
         """Run a chat to its end; return the final text, the new messages and usage.
 
         Takes the same keyword arguments as ``chat()``. Errors do not raise: they are in
-        ``result.error`` (call ``result.raise_for_error()`` to raise them).
+        ``result.error`` (call ``result.raise_for_error()`` to raise them). No one sees
+        its events, so a call that needs a person's approval is refused, unless an
+        ``approver`` answers.
         """
         stream = self.chat(prompt, **kwargs)
+        stream._run.answerable = False
         conversation = stream.conversation
         start = len(conversation)
         text: list[str] = []

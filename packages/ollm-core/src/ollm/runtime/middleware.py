@@ -47,6 +47,7 @@ __all__ = [
     "Layer",
     "MiddlewareChain",
     "check_middleware",
+    "is_async",
     "layer_of",
 ]
 
@@ -73,13 +74,15 @@ class Layer:
         for hook in HOOKS:
             method = getattr(obj, hook, None)
             if callable(method):
-                self.methods[hook] = (method, _is_async(method))
+                self.methods[hook] = (method, is_async(method))
 
     def __repr__(self) -> str:
         return f"<Layer {self.name} {sorted(self.methods)}>"
 
 
-def _is_async(method: Callable[..., Any]) -> bool:
+def is_async(method: Callable[..., Any]) -> bool:
+    """Whether calling ``method`` gives an awaitable (an ``async def``, a partial of one,
+    an object with an ``async __call__``)."""
     target = method
     while isinstance(target, functools.partial):
         target = target.func
@@ -166,12 +169,12 @@ class MiddlewareChain:
 
     async def call(self, layer: Layer, hook: str, *args: Any) -> Any:
         """``layer``'s ``hook`` with the chat's context and ``args``, contained."""
-        method, is_async = layer.methods[hook]
+        method, asynchronous = layer.methods[hook]
         result: Any = None
         with self.abort.guard() as aborted:
             with anyio.move_on_after(self.timeout) as timer:
                 try:
-                    if is_async:
+                    if asynchronous:
                         result = await method(self.context, *args)
                     else:
                         result = await anyio.to_thread.run_sync(
@@ -196,8 +199,8 @@ class MiddlewareChain:
     def call_now(self, layer: Layer, hook: str, *args: Any) -> Any:
         """A plain (not async) method, called at once in this thread (``None`` for an
         async one, which cannot be); failures are logged and give ``None``."""
-        method, is_async = layer.methods[hook]
-        if is_async:
+        method, asynchronous = layer.methods[hook]
+        if asynchronous:
             log.debug("middleware %r: async %s skipped for a reply cut short", layer.name, hook)
             return None
         try:

@@ -15,7 +15,7 @@ its layout may change in any release.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 import anyio
@@ -23,18 +23,20 @@ import msgspec
 
 from ollm.errors import ErrorCode, MiddlewareError, OllmError
 from ollm.registries.strategies import StrategyRegistry
+from ollm.runtime.approval import ApprovalBoard, ApprovalStep, needs_step
 from ollm.runtime.conversation import Conversation
-from ollm.runtime.middleware import ChainAborted, MiddlewareChain
+from ollm.runtime.middleware import ChainAborted, MiddlewareChain, layer_of
 from ollm.runtime.native import NativeStrategy
 from ollm.runtime.provider_stream import error_event, guarded, not_an_event
 from ollm.runtime.selection import StrategySelection
 from ollm.runtime.settings import DEFAULT_CONTEXT_WINDOW, ChatSettings
 from ollm.runtime.steps import Limits, refusals, turn_end
 from ollm.runtime.tokens import TokenBudget, count_request_tokens
-from ollm.runtime.tool_phase import ToolPhase
+from ollm.runtime.tool_phase import Asking, ToolPhase
 from ollm.runtime.tool_runner import ToolOutcome, run_tool_calls, without_images
 from ollm.runtime.toolsets import ToolsetSessions
 from ollm.runtime.turn import Turn, tool_message
+from ollm.tools.approval import ApprovalPolicy
 from ollm.tools.tool import Tool
 from ollm.types.abort import AbortSignal
 from ollm.types.events import (
@@ -97,6 +99,11 @@ class ChatRun:
             (), self.middleware_context, timeout=settings.middleware_timeout, abort=abort
         )
         self.middleware_failed = False
+        # The questions put to a person about tool calls (answered from any thread).
+        self.board = ApprovalBoard(context.approved)
+        # Whether the caller sees the events (and so can answer a question): run() does not.
+        self.answerable = True
+        self._step: ApprovalStep | None = None
         # The turn under way: its partial reply is kept if the chat is left early.
         self._turn: Turn | None = None
         self._stream: AsyncIterator[ProviderEvent] | None = None
@@ -173,10 +180,14 @@ class ChatRun:
             try:
                 try:
                     self.chain = self._middleware()
+                    # With no prompt, calls of the history's last reply that were never
+                    # answered (a chat stopped while asking) run first.
+                    resumed = Turn.resumed(0, self.conversation) if self.prompt is None else None
                     if self.prompt is not None:
                         self.conversation.append(await self._kept(self.prompt))
                     with self.abort.guard():
                         provider = await self._prepare()
+                    self._add_approval()
                 except OllmError as exc:
                     if isinstance(exc, MiddlewareError):
                         self.middleware_failed = True
@@ -188,6 +199,13 @@ class ChatRun:
                     return
                 for notice in self.notices:
                     yield notice
+                if resumed is not None:
+                    async for step in self._resume(resumed):
+                        yield step
+                    finish = self._finished()
+                    if finish is not None:
+                        yield finish
+                        return
 
                 abort = self.abort
                 number = 0
@@ -271,6 +289,7 @@ class ChatRun:
             # Reached on every exit: the end, an early break by the caller, a cancel
             # scope around the iteration, or the iterator being garbage-collected
             # (then ``detach`` has already settled the history).
+            self.board.close()
             self._keep_partial("the chat was cancelled")
             await self._close_stream()
             if self._toolsets is not None:
@@ -304,6 +323,18 @@ class ChatRun:
     def _keeper(self) -> Callable[[Message], Message] | None:
         """What makes a message of a reply cut short what the history keeps."""
         return self.chain.message_now if self.chain.messages else None
+
+    def _add_approval(self) -> None:
+        """The approval step, innermost, when the chat has rules or a tool that asks."""
+        if not needs_step(self.settings.approval, self.tools):
+            return
+        self._step = ApprovalStep(self.settings.approval or ApprovalPolicy(), self.tools)
+        self.chain = MiddlewareChain(
+            (*self.chain.layers, layer_of(self._step)),
+            self.middleware_context,
+            timeout=self.settings.middleware_timeout,
+            abort=self.abort,
+        )
 
     async def _kept(self, message: Message) -> Message:
         """``message`` as the history keeps it (through the middleware's ``on_message``)."""
@@ -462,18 +493,16 @@ class ChatRun:
         refused, self.tool_calls_used = refusals(
             calls, too_deep=turn.too_deep, review=review, wrap_up=wrap_up, limits=limits
         )
-        outcomes: list[ToolOutcome] = []
-        failure: MiddlewareError | ChainAborted | None = None
+        ran = _Ran(message)
         if calls:
-            outcomes, executed, failure = await self._run_calls(calls, refused)
-            if executed != calls:
-                message = msgspec.structs.replace(message, tool_calls=executed)
-        await self._commit(turn, message, outcomes)
+            async for event in self._run_calls(turn, ran, refused):
+                yield event
+        await self._commit(turn, ran.message, ran.outcomes)
         self._turn = None
-        for result in turn.result_events(outcomes):
+        for result in turn.result_events(ran.outcomes):
             yield result
-        if failure is not None:
-            raise failure
+        if ran.failure is not None:
+            raise ran.failure
 
         end = turn_end(
             aborted=self.abort.aborted,
@@ -492,12 +521,19 @@ class ChatRun:
             self.finish = FinishEvent(end.finish, self.usage)
 
     async def _run_calls(
-        self, calls: tuple[ToolCall, ...], refused: Mapping[str, ToolOutcome]
-    ) -> tuple[list[ToolOutcome], tuple[ToolCall, ...], MiddlewareError | ChainAborted | None]:
-        """Run the calls that are not refused; every call's outcome, in call order, the
-        calls as they ran, and the middleware's failure if one failed."""
-        failure = None
+        self, turn: Turn, ran: _Ran, refused: Mapping[str, ToolOutcome]
+    ) -> AsyncIterator[ChatEvent]:
+        """Run the calls of ``ran.message`` that are not refused, through the middleware
+        (yielding the approval questions and decisions); ``ran`` gets every call's
+        outcome in call order, the message with its calls as they ran, and the
+        middleware's failure if one failed."""
+        calls = ran.message.tool_calls
         if self.chain.calls:
+
+            async def reply_first(current: Sequence[ToolCall]) -> None:
+                message = msgspec.structs.replace(ran.message, tool_calls=tuple(current))
+                turn.commit_reply(await self._kept(message))
+
             phase = ToolPhase(
                 self.chain,
                 calls,
@@ -505,9 +541,19 @@ class ChatRun:
                 self.tools,
                 timeout=self.settings.tool_timeout,
                 abort=self.abort,
+                asking=Asking(
+                    self.board,
+                    self.settings.approver,
+                    answerable=self.answerable,
+                    step=self._step,
+                    before_asking=reply_first,
+                ),
             )
-            await phase.run()
-            outcomes, calls, failure = phase.outcomes, phase.executed, phase.failure
+            async for event in phase.run():
+                yield event
+            outcomes, executed, ran.failure = phase.outcomes, phase.executed, phase.failure
+            if executed != calls:
+                ran.message = msgspec.structs.replace(ran.message, tool_calls=executed)
         else:
             outcomes = await run_tool_calls(
                 calls,
@@ -518,7 +564,34 @@ class ChatRun:
             )
         if any(o.images for o in outcomes) and not await self._sees_images():
             outcomes = without_images(outcomes, self.model)
-        return outcomes, calls, failure
+        ran.outcomes = outcomes
+
+    async def _resume(self, turn: Turn) -> AsyncIterator[ChatEvent]:
+        """Run the calls the history's last reply never had answered (a chat stopped
+        while a person was asked about them), as its turn would have."""
+        self._turn = turn
+        message = self.conversation[turn.reply_index]
+        for call in turn.calls:
+            yield ToolCallStartEvent(call, turn.number)
+        limits = Limits(self.settings.max_turns, self.settings.max_tool_calls, self.tool_calls_used)
+        refused, self.tool_calls_used = refusals(
+            turn.calls, too_deep=(), review=None, wrap_up=False, limits=limits
+        )
+        ran = _Ran(msgspec.structs.replace(message, tool_calls=tuple(turn.calls)))
+        async for event in self._run_calls(turn, ran, refused):
+            yield event
+        executed = {call.id: call for call in ran.message.tool_calls}
+        whole = msgspec.structs.replace(
+            message, tool_calls=tuple(executed.get(c.id, c) for c in message.tool_calls)
+        )
+        await self._commit(turn, whole, ran.outcomes)
+        self._turn = None
+        for result in turn.result_events(ran.outcomes):
+            yield result
+        if ran.failure is not None:
+            raise ran.failure
+        if self.abort.aborted:
+            self.finish = FinishEvent("cancelled", self.usage)
 
     async def _commit(self, turn: Turn, message: Message, outcomes: list[ToolOutcome]) -> None:
         """The reply and its results into the history, through the middleware's
@@ -559,3 +632,15 @@ class ChatRun:
                 await aclose()
             except Exception:
                 log.warning("closing the provider's stream failed", exc_info=True)
+
+
+class _Ran:
+    """What running a reply's calls gave: the reply with its calls as they ran, their
+    outcomes in call order, and the middleware's failure if one failed."""
+
+    __slots__ = ("failure", "message", "outcomes")
+
+    def __init__(self, message: Message) -> None:
+        self.message = message
+        self.outcomes: list[ToolOutcome] = []
+        self.failure: MiddlewareError | ChainAborted | None = None

@@ -7,13 +7,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ollm.runtime.approval import Approver
 from ollm.runtime.middleware import check_middleware
+from ollm.tools.approval import ApprovalPolicy, ApprovalRule
 from ollm.tools.tool import Tool
 from ollm.tools.toolset import Toolset
 from ollm.types.provider import ProviderAdapter
 from ollm.types.request import GenerationOptions
 
-__all__ = ["DEFAULT_CONTEXT_WINDOW", "ChatSettings", "ToolItem"]
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "ChatSettings", "ToolItem", "as_policy"]
 
 DEFAULT_CONTEXT_WINDOW = 4096
 ToolItem = str | Tool | Toolset | Callable[..., Any]
@@ -40,7 +42,14 @@ class ChatSettings:
     - ``middleware``: names of installed middleware and middleware objects, the first
       outermost (see ``ollm.MiddlewareContext``); none runs unless it is named here;
     - ``middleware_timeout``: seconds each middleware method may take (``None``: no
-      limit).
+      limit);
+    - ``approval``: the rules that decide which tool calls run, wait for a person, or
+      never run (an ``ApprovalPolicy``, or a list of ``ApprovalRule``); tools that ask
+      for approval themselves are asked about even without it;
+    - ``approver``: answers each approval request at once (``True``, ``False``, an
+      ``ollm.Approve`` or an ``ollm.Deny``; sync or async); without one, the request is
+      an event of the chat's stream, answered with ``stream.approve(id)`` or
+      ``stream.deny(id)`` (``run()`` has no one to ask: the call is refused).
     """
 
     provider: str | ProviderAdapter | None = None
@@ -59,6 +68,8 @@ class ChatSettings:
     response_format: str | dict[str, Any] | None = None
     middleware: Sequence[str | object] = ()
     middleware_timeout: float | None = 5.0
+    approval: ApprovalPolicy | None = None
+    approver: Approver | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
@@ -76,6 +87,9 @@ class ChatSettings:
         if not isinstance(self.options, GenerationOptions):
             raise TypeError("options must be a GenerationOptions")
         object.__setattr__(self, "middleware", check_middleware(self.middleware))
+        object.__setattr__(self, "approval", as_policy(self.approval))
+        if self.approver is not None and not callable(self.approver):
+            raise TypeError("approver must be a function of an ApprovalRequestEvent")
         if self.middleware_timeout is not None and not self.middleware_timeout > 0:
             raise ValueError(
                 f"middleware_timeout must be positive or None, not {self.middleware_timeout!r}"
@@ -89,3 +103,14 @@ class ChatSettings:
                 raise TypeError("options must be a GenerationOptions")
             changes["options"] = self.options.merged(changes["options"])
         return dataclasses.replace(self, **changes) if changes else self
+
+
+def as_policy(approval: object) -> ApprovalPolicy | None:
+    """An ``ApprovalPolicy`` of what ``approval=`` was given (a policy, a list of rules)."""
+    if approval is None or isinstance(approval, ApprovalPolicy):
+        return approval
+    if isinstance(approval, ApprovalRule):
+        return ApprovalPolicy((approval,))
+    if isinstance(approval, (list, tuple)) and all(isinstance(r, ApprovalRule) for r in approval):
+        return ApprovalPolicy(tuple(approval))
+    raise TypeError("approval must be an ollm.ApprovalPolicy or a list of ollm.ApprovalRule")

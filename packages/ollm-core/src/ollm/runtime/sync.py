@@ -159,10 +159,14 @@ class SyncChatClient:
         """The chat's events, one at a time, as they arrive.
 
         Leaving the loop early (``break``) closes the chat. Ctrl-C aborts it, waits for
-        it to end, then raises ``KeyboardInterrupt``.
+        it to end, then raises ``KeyboardInterrupt``. A call that needs a person's
+        approval is refused unless the client has an ``approver`` (which may ask at the
+        terminal: a plain one runs in a worker thread).
         """
         loop = self._get_loop()
         stream: ChatStream = self.client.chat(prompt, **kwargs)
+        # Its caller has no stream to answer an approval request on: an approver must.
+        stream._run.answerable = False
         steps = _Steps(stream, loop.close_timeout)
         interrupted = False
         try:

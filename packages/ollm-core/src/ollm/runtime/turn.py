@@ -122,9 +122,11 @@ class Turn:
         )
 
     @property
-    def reply_committed(self) -> bool:
-        """The reply is in the history already, waiting for its calls' results."""
-        return self._reply_at is not None
+    def reply_index(self) -> int:
+        """Where the reply sits in the history, once it is there ahead of its results."""
+        if self._reply_at is None:
+            raise LookupError("the reply is not in the history yet")
+        return self._reply_at
 
     def commit_reply(self, message: Message) -> None:
         """Put the reply in the history ahead of its results (they follow with

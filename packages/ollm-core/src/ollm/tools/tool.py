@@ -19,7 +19,7 @@ from ollm.types.depth import MAX_JSON_DEPTH, nests_deeper_than
 from ollm.types.messages import ToolCall
 from ollm.types.request import ToolSchema
 
-__all__ = ["ArgumentsValidator", "Tool", "ToolContext", "render_result", "tool"]
+__all__ = ["ArgumentsValidator", "Tool", "ToolApproval", "ToolContext", "render_result", "tool"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -27,6 +27,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 ArgumentsValidator = Callable[[dict[str, Any]], "str | None"]
 """Checks a model's arguments against a tool's schema: ``None`` when they are valid,
 else what is wrong, naming the field (``'abc' is not of type 'integer' - at $.days``)."""
+
+
+ToolApproval = str | Callable[[dict[str, Any]], str] | None
+"""What a tool asks of its calls: ``"allow"``, ``"ask"`` (a person approves each call
+first), ``"deny"``, a function of the arguments returning one of them, or ``None``
+(nothing: the chat's rules decide). Rules a chat is given come first (see
+``ollm.ApprovalPolicy``)."""
+
+_APPROVALS = ("allow", "ask", "deny")
+
+
+def _check_approval(approval: object) -> ToolApproval:
+    if approval is None or callable(approval) or approval in _APPROVALS:
+        return approval
+    raise InvalidToolError(
+        f"approval must be 'allow', 'ask', 'deny', a function of the arguments, or None, "
+        f"not {approval!r}."
+    )
 
 
 class ToolContext:
@@ -53,7 +71,8 @@ class Tool:
     function's, the description and each parameter's description come from the
     docstring, and the JSON Schema comes from the type hints. Arguments from a model
     are validated and converted before the call (``"5"`` becomes ``5`` for an ``int``).
-    A ``Tool`` stays callable like the function it wraps.
+    A ``Tool`` stays callable like the function it wraps. ``approval`` is what the tool
+    asks of its calls (see ``ToolApproval``): ``"ask"`` has a person approve each one.
     """
 
     __slots__ = (
@@ -62,6 +81,7 @@ class Tool:
         "_injected",
         "_positional",
         "_validator",
+        "approval",
         "description",
         "function",
         "is_async",
@@ -84,6 +104,7 @@ class Tool:
         timeout: float | None = None,
         pack: str | None = None,
         validator: ArgumentsValidator | None = None,
+        approval: ToolApproval = None,
     ) -> None:
         if not _NAME.match(name):
             raise InvalidToolError(
@@ -100,6 +121,7 @@ class Tool:
         self._positional = positional
         self._injected = dict(injected or {})
         self._validator = validator
+        self.approval = _check_approval(approval)
         functools.update_wrapper(self, function)
 
     @classmethod
@@ -110,6 +132,7 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        approval: ToolApproval = None,
     ) -> Tool:
         """Make a tool of a plain (sync or async) function."""
         if isinstance(function, Tool):
@@ -128,6 +151,7 @@ class Tool:
             positional=signature.positional,
             injected=signature.injected,
             timeout=timeout,
+            approval=approval,
         )
 
     @classmethod
@@ -138,6 +162,7 @@ class Tool:
         *,
         validator: ArgumentsValidator | None = None,
         timeout: float | None = None,
+        approval: ToolApproval = None,
     ) -> Tool:
         """A tool whose schema is given as it is; arguments reach ``function`` unconverted.
 
@@ -154,6 +179,7 @@ class Tool:
             function,
             validator=validator,
             timeout=timeout,
+            approval=approval,
         )
 
     def renamed(self, name: str, *, pack: str | None = None) -> Tool:
@@ -169,6 +195,7 @@ class Tool:
             timeout=self.timeout,
             pack=pack if pack is not None else self.pack,
             validator=self._validator,
+            approval=self.approval,
         )
 
     @property
@@ -287,12 +314,17 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    approval: ToolApproval = None,
 ) -> Tool: ...
 
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    approval: ToolApproval = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -303,13 +335,14 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    approval: ToolApproval = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Make a function a tool: ``@tool``, ``@tool(name=..., timeout=...)``, or
-    ``tool(function, timeout=...)``."""
-    if function is not None:
-        return Tool.from_function(function, name=name, description=description, timeout=timeout)
+    """Make a function a tool: ``@tool``, ``@tool(name=..., timeout=..., approval="ask")``,
+    or ``tool(function, timeout=...)``."""
 
-    def decorate(fn: Callable[..., Any]) -> Tool:
-        return Tool.from_function(fn, name=name, description=description, timeout=timeout)
+    def make(fn: Callable[..., Any]) -> Tool:
+        return Tool.from_function(
+            fn, name=name, description=description, timeout=timeout, approval=approval
+        )
 
-    return decorate
+    return make(function) if function is not None else make

@@ -2,6 +2,7 @@
 
 from ollm.types.abort import AbortSignal
 from ollm.types.events import (
+    ApprovalRequestEvent,
     ChatEvent,
     ErrorEvent,
     FinishEvent,
@@ -14,6 +15,7 @@ from ollm.types.events import (
     ToolCallEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
+    ToolDecisionEvent,
     TurnCompleteEvent,
     Usage,
     decode_chat_event,
@@ -58,6 +60,7 @@ from ollm.types.text import encode_json, valid_unicode
 __all__ = [
     "ROLES",
     "AbortSignal",
+    "ApprovalRequestEvent",
     "ApprovalScope",
     "Approve",
     "Ask",
@@ -107,6 +110,7 @@ __all__ = [
     "ToolCallResultEvent",
     "ToolCallStartEvent",
     "ToolChoice",
+    "ToolDecisionEvent",
     "ToolSchema",
     "ToolStrategy",
     "ToolsetSpec",

@@ -19,6 +19,7 @@ from ollm.types.text import encode_json
 
 __all__ = [
     "CHAT_EVENT_TYPES",
+    "ApprovalRequestEvent",
     "ChatEvent",
     "ErrorEvent",
     "FinishEvent",
@@ -31,6 +32,7 @@ __all__ = [
     "ToolCallEvent",
     "ToolCallResultEvent",
     "ToolCallStartEvent",
+    "ToolDecisionEvent",
     "TurnCompleteEvent",
     "Usage",
     "decode_chat_event",
@@ -200,6 +202,43 @@ class TurnCompleteEvent(_Event, frozen=True, tag="turn_complete"):
     usage: Usage | None = None
 
 
+class ApprovalRequestEvent(_Event, frozen=True, tag="approval_request"):
+    """A tool call waits for a person's answer before it runs (nothing has run yet).
+
+    Answer with ``stream.approve(id)`` (``scope="chat"`` or ``"client"`` approves the
+    tool's later calls too; ``args=`` runs it with other arguments) or
+    ``stream.deny(id, message)``, or give the client an ``approver``. ``reason`` says
+    why a person is asked (the rule, or the tool's own request).
+    """
+
+    type: ClassVar[Literal["approval_request"]] = "approval_request"
+
+    call: ToolCall
+    reason: str
+    id: str
+
+
+class ToolDecisionEvent(_Event, frozen=True, tag="tool_decision"):
+    """Whether a tool call may run (``allow``) or not (``deny``), who decided and why.
+
+    ``by`` is ``rule`` (an approval rule), ``tool`` (the tool's own default),
+    ``default`` (the policy's), ``person`` (an answer to the stream), ``approver`` (the
+    client's approver), ``chat`` or ``client`` (a person's earlier approval of the tool
+    for the chat or the client), ``no one`` (a person should have been asked and could
+    not be), or the name of the middleware that refused it. ``id`` is the approval
+    request's, when a person was asked; ``scope`` how far their approval reaches.
+    """
+
+    type: ClassVar[Literal["tool_decision"]] = "tool_decision"
+
+    call: ToolCall
+    decision: Literal["allow", "deny"]
+    by: str
+    reason: str = ""
+    scope: str = "once"
+    id: str | None = None
+
+
 ProviderEvent = TextEvent | ThinkingEvent | ToolCallEvent | NoticeEvent | ErrorEvent | FinishEvent
 """What ``ProviderAdapter.chat_stream`` yields."""
 
@@ -210,6 +249,8 @@ ChatEvent = (
     | ToolCallResultEvent
     | TokenWarningEvent
     | TurnCompleteEvent
+    | ApprovalRequestEvent
+    | ToolDecisionEvent
     | NoticeEvent
     | ErrorEvent
     | FinishEvent

@@ -1,0 +1,91 @@
+"""An MCP server's annotations are the approval defaults of its tools: a destructive tool
+asks a person first, a read-only one runs, and a chat's own rules come before both."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+from runtime_helpers import assert_history_valid, collect
+
+import ollm
+import ollm_mcp
+from ollm_testutils.mock import Reply, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+
+def files_server(removed: list[str]) -> MCPServer:
+    server = MCPServer("files")
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
+    def remove(path: str) -> str:
+        """Delete a file."""
+        removed.append(path)
+        return f"removed {path}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def read(path: str) -> str:
+        """Read a file."""
+        return f"the text of {path}"
+
+    @server.tool()
+    def touch(path: str) -> str:
+        """Create a file (no annotations)."""
+        return f"touched {path}"
+
+    return server
+
+
+def calls(*names: str) -> Reply:
+    return Reply(tool_calls=[(f"files_{name}", {"path": "/tmp/a"}) for name in names])
+
+
+async def test_a_destructive_tool_asks_by_default_and_a_read_only_one_runs(
+    anyio_backend: str,
+) -> None:
+    removed: list[str] = []
+    server = ollm_mcp.MCPServer("files", server=files_server(removed))
+    provider = ScriptedProvider(calls("remove", "read", "touch"), Reply("Done."))
+    asked: list[ollm.ApprovalRequestEvent] = []
+    async with ollm.ChatClient(ollm.Registries(), provider=provider, tools=[server]) as client:
+        async with client.chat("tidy up") as stream:
+            events: list[ollm.ChatEvent] = []
+            async for event in stream:
+                events.append(event)
+                if isinstance(event, ollm.ApprovalRequestEvent):
+                    asked.append(event)
+                    assert removed == []
+                    stream.deny(event.id, "keep it")
+        assert_history_valid(client.conversation)
+    assert [r.call.name for r in asked] == ["files_remove"]
+    assert removed == []
+    decisions = [
+        (d.call.name, d.decision, d.by) for d in events if isinstance(d, ollm.ToolDecisionEvent)
+    ]
+    assert decisions == [
+        ("files_read", "allow", "tool"),
+        ("files_touch", "allow", "default"),
+        ("files_remove", "deny", "person"),
+    ]
+    texts = [e.result for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert texts[1:] == ["the text of /tmp/a", "touched /tmp/a"]
+
+
+async def test_a_rule_of_the_chat_comes_before_the_servers_annotation(
+    anyio_backend: str,
+) -> None:
+    removed: list[str] = []
+    server = ollm_mcp.MCPServer("files", server=files_server(removed))
+    provider = ScriptedProvider(calls("remove", "read"), Reply("Done."))
+    rules = [ollm.ApprovalRule("allow", "files_remove"), ollm.ApprovalRule("deny", "files_read")]
+    async with ollm.ChatClient(
+        ollm.Registries(), provider=provider, tools=[server], approval=rules
+    ) as client:
+        events = await collect(client.chat("tidy up"))
+    assert not any(isinstance(e, ollm.ApprovalRequestEvent) for e in events)
+    assert removed == ["/tmp/a"]
+    results: list[Any] = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert results[1].error_code == "TOOL_DENIED"
