@@ -146,6 +146,7 @@ if TYPE_CHECKING:
         TokenCounting,
         TokenWarningEvent,
         ToolCall,
+        ToolCallDeltaEvent,
         ToolCallEvent,
         ToolCallResultEvent,
         ToolCallStartEvent,
@@ -164,6 +165,7 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
+    "ToolCallDeltaEvent": "ollm.types",
     "ApprovalAction": "ollm.tools",
     "ApprovalDecision": "ollm.tools",
     "ApprovalPolicy": "ollm.tools",
@@ -398,6 +400,7 @@ __all__ = [
     "ToolApproval",
     "ToolArgumentsError",
     "ToolCall",
+    "ToolCallDeltaEvent",
     "ToolCallEvent",
     "ToolCallResultEvent",
     "ToolCallStartEvent",

@@ -6,9 +6,12 @@ task, queue or extra generator layer sits between the socket and the runtime.
 
 Tool calls arrive as deltas (the first with the id and name, later ones with pieces of
 the arguments, parallel calls interleaved by ``index``) and are given out, whole, when
-the reply ends. The reply ends at ``data: [DONE]``; a body that ends after a
-``finish_reason`` without it (some servers) is complete too; one that ends before is
-``STREAM_INTERRUPTED``, and the runtime keeps the partial reply.
+the reply ends; a request with ``tool_call_deltas`` also gets each piece as it comes
+(``ToolCallDeltaEvent``), at no cost to the others.
+
+The reply ends at ``data: [DONE]``; a body that ends after a ``finish_reason`` without it
+(some servers) is complete too; one that ends before is ``STREAM_INTERRUPTED``, and the
+runtime keeps the partial reply.
 
 Abort: the wait for the response headers runs under the signal's guard; during the body
 the signal shuts the socket (``ollm_http.abort_shuts_socket``).
@@ -76,13 +79,14 @@ def _finish(reason: str | None) -> FinishReason:
 class _Reply:
     """What one reply gathered besides its text: tool calls, finish reason, usage."""
 
-    __slots__ = ("calls", "finish_reason", "text", "usage")
+    __slots__ = ("calls", "deltas", "finish_reason", "text", "usage")
 
-    def __init__(self) -> None:
+    def __init__(self, deltas: bool = False) -> None:
         self.calls = ToolCallAssembler()
         self.finish_reason: str | None = None
         self.usage: UsageWire | None = None
         self.text = False
+        self.deltas = deltas  # the chat asked to see calls as they are written
 
     def take(self, delta: Delta) -> list[ProviderEvent]:
         """The rarer parts of a delta: reasoning, tool-call pieces, a refusal."""
@@ -91,7 +95,9 @@ class _Reply:
         if reasoning:
             events.append(ThinkingEvent(reasoning))
         if delta.tool_calls:
-            self.calls.feed(delta.tool_calls)
+            pieces = self.calls.feed(delta.tool_calls)
+            if self.deltas:
+                events.extend(pieces)
         if delta.refusal:
             self.text = True
             events.append(TextEvent(delta.refusal))
@@ -133,7 +139,7 @@ async def stream_chat(
     """The events of one reply: ends with one ``FinishEvent``, or an ``ErrorEvent``."""
     streaming = provider.config.stream
     stream = provider.stream("sse", model=request.model, abort=request.abort)
-    state = _Reply()
+    state = _Reply(request.tool_call_deltas)
     done = False
     try:
         await provider._send(stream, request, streaming=streaming)

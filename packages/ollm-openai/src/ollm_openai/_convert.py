@@ -25,6 +25,7 @@ from ollm.types import (
     ProviderRequest,
     TextPart,
     ToolCall,
+    ToolCallDeltaEvent,
     ToolSchema,
 )
 from ollm_http import option_number, stop_sequences
@@ -237,8 +238,11 @@ class ToolCallAssembler:
     def __bool__(self) -> bool:
         return bool(self._calls)
 
-    def feed(self, deltas: list[ToolCallDelta]) -> None:
-        """Add the tool-call deltas of one chunk."""
+    def feed(self, deltas: list[ToolCallDelta]) -> list[ToolCallDeltaEvent]:
+        """Add the tool-call deltas of one chunk; each as an event, for a chat that asked
+        to see calls as they are written (its index resolved, its id and name given the
+        first time)."""
+        events: list[ToolCallDeltaEvent] = []
         for delta in deltas:
             index = delta.index
             function = delta.function
@@ -254,18 +258,24 @@ class ToolCallAssembler:
             if call is None:
                 call = self._calls[index] = _Pending()
             self._last = index
+            new_id = new_name = None
             if delta.id and not call.id:
-                call.id = delta.id
-            if function is None:
-                continue
-            if function.name and not call.name:
-                call.name = function.name
-            arguments = function.arguments
-            if isinstance(arguments, str):
-                if arguments:
-                    call.pieces.append(arguments)
-            elif isinstance(arguments, dict):
-                call.whole = arguments
+                call.id = new_id = delta.id
+            piece = ""
+            if function is not None:
+                if function.name and not call.name:
+                    call.name = new_name = function.name
+                arguments = function.arguments
+                if isinstance(arguments, str):
+                    if arguments:
+                        call.pieces.append(arguments)
+                        piece = arguments
+                elif isinstance(arguments, dict):
+                    call.whole = arguments
+                    piece = encode_json(arguments, _encode).decode()
+            if new_id or new_name or piece:
+                events.append(ToolCallDeltaEvent(index, new_id, new_name, piece))
+        return events
 
     def calls(self) -> list[ToolCall]:
         """The calls, in index order; arguments that are not a JSON object are kept aside."""

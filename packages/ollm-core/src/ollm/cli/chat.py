@@ -155,6 +155,7 @@ def _run(
             # Rules only where tools are offered: a plain chat reads no policy file.
             approval=policy_from(args) if args.tools or toolsets else None,
             approver=None if questions is not None else no_terminal,
+            tool_call_deltas=args.call_deltas,
         )
         session = _Session(client, registries, config, renderer, terminal, log, system)
         session.questions = questions

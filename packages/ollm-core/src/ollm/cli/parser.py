@@ -142,6 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--context-window", type=_positive_int, default=None, help="context size in tokens"
     )
     chat.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    chat.add_argument(
+        "--call-deltas",
+        action="store_true",
+        help="show each tool call as the model writes it (from servers that stream them: "
+        "OpenAI-compatible ones); with --json, as tool_call_delta events",
+    )
     chat.add_argument("--react", action="store_true", help="call tools through ReAct")
     chat.add_argument(
         "-c",

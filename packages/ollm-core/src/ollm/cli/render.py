@@ -12,6 +12,7 @@ from ollm.types.events import (
     TextEvent,
     ThinkingEvent,
     TokenWarningEvent,
+    ToolCallDeltaEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
     ToolDecisionEvent,
@@ -55,6 +56,11 @@ class EventRenderer:
         elif isinstance(event, ThinkingEvent):
             if self.show_thinking:
                 t.write_err(event.text, "dim")
+        elif isinstance(event, ToolCallDeltaEvent):
+            # The call as it is written; its whole line follows (ToolCallStartEvent).
+            if event.name:
+                t.write_err(f"{t.symbol('→', '->')} {event.name} ", "cyan")
+            t.write_err(event.arguments_delta, "dim")
         elif isinstance(event, ToolCallStartEvent):
             arrow = t.symbol("→", "->")
             t.info(f"{arrow} {_call(event.call)}", "cyan")

@@ -241,6 +241,7 @@ class ChatClient:
         middleware_timeout: float | None = 5.0,
         approval: ApprovalPolicy | Sequence[ApprovalRule] | None = None,
         approver: Approver | None = None,
+        tool_call_deltas: bool = False,
     ) -> None:
         if registries is not None and not isinstance(registries, Registries):
             raise TypeError("registries must be an ollm.Registries")
@@ -266,6 +267,7 @@ class ChatClient:
             middleware_timeout=middleware_timeout,
             approval=approval,  # type: ignore[arg-type]  # a list becomes a policy
             approver=approver,
+            tool_call_deltas=tool_call_deltas,
         )
         self.conversation = conversation if conversation is not None else Conversation()
 
@@ -302,6 +304,7 @@ class ChatClient:
         middleware_timeout: float | None = None,
         approval: ApprovalPolicy | Sequence[ApprovalRule] | None = None,
         approver: Approver | None = None,
+        tool_call_deltas: bool | None = None,
     ) -> ChatStream:
         """Start a chat; iterate the returned stream for its events.
 
@@ -328,6 +331,7 @@ class ChatClient:
             middleware_timeout=middleware_timeout,
             approval=as_policy(approval),
             approver=approver,
+            tool_call_deltas=tool_call_deltas,
         )
         if abort is not None and not isinstance(abort, AbortSignal):
             raise TypeError("abort must be an ollm.AbortSignal")

@@ -48,6 +48,7 @@ from ollm.types.events import (
     TextEvent,
     ThinkingEvent,
     TokenWarningEvent,
+    ToolCallDeltaEvent,
     ToolCallEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
@@ -241,7 +242,7 @@ class ChatRun:
                             elif type(event) is ErrorEvent:
                                 turn.error = event
                                 break
-                            elif type(event) is NoticeEvent:
+                            elif type(event) is NoticeEvent or type(event) is ToolCallDeltaEvent:
                                 yield event
                             else:
                                 turn.error = not_an_event(event, provider.name)
@@ -410,6 +411,7 @@ class ChatRun:
             response_format=settings.response_format,
             think=settings.think,
             abort=self.abort,
+            tool_call_deltas=settings.tool_call_deltas,
         )
 
     async def _next_request(self, number: int) -> ProviderRequest:

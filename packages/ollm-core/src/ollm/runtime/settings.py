@@ -49,7 +49,9 @@ class ChatSettings:
     - ``approver``: answers each approval request at once (``True``, ``False``, an
       ``ollm.Approve`` or an ``ollm.Deny``; sync or async); without one, the request is
       an event of the chat's stream, answered with ``stream.approve(id)`` or
-      ``stream.deny(id)`` (``run()`` has no one to ask: the call is refused).
+      ``stream.deny(id)`` (``run()`` has no one to ask: the call is refused);
+    - ``tool_call_deltas``: also stream each tool call as the model writes it
+      (``ToolCallDeltaEvent``), from providers whose servers stream arguments.
     """
 
     provider: str | ProviderAdapter | None = None
@@ -70,6 +72,7 @@ class ChatSettings:
     middleware_timeout: float | None = 5.0
     approval: ApprovalPolicy | None = None
     approver: Approver | None = None
+    tool_call_deltas: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:

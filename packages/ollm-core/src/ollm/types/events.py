@@ -29,6 +29,7 @@ __all__ = [
     "TextEvent",
     "ThinkingEvent",
     "TokenWarningEvent",
+    "ToolCallDeltaEvent",
     "ToolCallEvent",
     "ToolCallResultEvent",
     "ToolCallStartEvent",
@@ -116,6 +117,25 @@ class ToolCallEvent(_Event, frozen=True, tag="tool_call"):
     type: ClassVar[Literal["tool_call"]] = "tool_call"
 
     call: ToolCall
+
+
+class ToolCallDeltaEvent(_Event, frozen=True, tag="tool_call_delta"):
+    """A piece of a tool call as the model writes it, for a UI that shows calls as they
+    come (asked for with ``tool_call_deltas=True``; the call itself follows, whole, as
+    ``ToolCallEvent`` / ``ToolCallStartEvent``).
+
+    ``index`` tells a reply's parallel calls apart; ``id`` and ``name`` come with the
+    first piece of a call (``None`` after); ``arguments_delta`` is the next piece of
+    its arguments' JSON text. Providers whose servers stream arguments send these
+    (OpenAI-compatible ones); the others send none.
+    """
+
+    type: ClassVar[Literal["tool_call_delta"]] = "tool_call_delta"
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments_delta: str = ""
 
 
 class NoticeEvent(_Event, frozen=True, tag="notice"):
@@ -239,12 +259,21 @@ class ToolDecisionEvent(_Event, frozen=True, tag="tool_decision"):
     id: str | None = None
 
 
-ProviderEvent = TextEvent | ThinkingEvent | ToolCallEvent | NoticeEvent | ErrorEvent | FinishEvent
+ProviderEvent = (
+    TextEvent
+    | ThinkingEvent
+    | ToolCallEvent
+    | ToolCallDeltaEvent
+    | NoticeEvent
+    | ErrorEvent
+    | FinishEvent
+)
 """What ``ProviderAdapter.chat_stream`` yields."""
 
 ChatEvent = (
     TextEvent
     | ThinkingEvent
+    | ToolCallDeltaEvent
     | ToolCallStartEvent
     | ToolCallResultEvent
     | TokenWarningEvent

@@ -66,7 +66,9 @@ class ProviderRequest(msgspec.Struct, frozen=True, omit_defaults=True):
     each provider places it where its API wants it. ``response_format`` is ``"json"``
     or a JSON Schema; ``think`` turns a model's reasoning on or off (``True``,
     ``False``, or a level such as ``"high"``). A provider stops promptly when
-    ``abort`` fires.
+    ``abort`` fires. ``tool_call_deltas`` asks a provider whose server streams tool
+    calls' arguments to yield a ``ToolCallDeltaEvent`` for each piece (the whole call
+    follows as usual); others ignore it.
     """
 
     model: str
@@ -78,3 +80,4 @@ class ProviderRequest(msgspec.Struct, frozen=True, omit_defaults=True):
     response_format: str | dict[str, Any] | None = None
     think: bool | str | None = None
     abort: AbortSignal | None = None
+    tool_call_deltas: bool = False
