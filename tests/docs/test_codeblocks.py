@@ -333,6 +333,10 @@ def check_data(block: codeblocks.Block, sandbox: Sandbox) -> None:
             assert ollm_mcp.load_servers(data)
         return
     table = tomllib.loads(block.text)
+    if "rules" in table or "default" in table:  # an approval policy file
+        import ollm
+
+        ollm.ApprovalPolicy.from_toml(block.text, block.where)
     if codeblocks.profiles(block.text):
         import ollm_openai
 
