@@ -27,7 +27,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 
-from ollm.errors import MiddlewareError
+from ollm.errors import ErrorCode, MiddlewareError
 from ollm.tools.result import ToolResult
 from ollm.types.abort import AbortSignal
 from ollm.types.events import CHAT_EVENT_TYPES, ChatEvent, FinishEvent
@@ -43,7 +43,6 @@ from ollm.types.request import ProviderRequest
 
 __all__ = [
     "HOOKS",
-    "ChainAborted",
     "Layer",
     "MiddlewareChain",
     "check_middleware",
@@ -56,10 +55,6 @@ log = logging.getLogger(__name__)
 HOOKS = MIDDLEWARE_METHODS
 
 Verdict = ToolCall | Deny | Ask
-
-
-class ChainAborted(Exception):
-    """The chat was aborted while a middleware method ran (it was cancelled)."""
 
 
 class Layer:
@@ -187,7 +182,12 @@ class MiddlewareChain:
                         f"Middleware {layer.name!r} failed in {hook}: {_describe(exc)}. {_STOPPED}"
                     ) from None
         if aborted.cancelled_caught:
-            raise ChainAborted(layer.name)
+            # The chat was aborted while the method ran: a failure of its own code, which
+            # the run ends as ``cancelled`` (not as the middleware's failure).
+            raise MiddlewareError(
+                f"The chat was cancelled while middleware {layer.name!r} ran {hook}.",
+                code=ErrorCode.CANCELLED,
+            )
         if timer.cancelled_caught:
             raise MiddlewareError(
                 f"Middleware {layer.name!r} did not answer within {self.timeout:g} seconds "

@@ -23,20 +23,16 @@ import msgspec
 
 from ollm.errors import ErrorCode, MiddlewareError, OllmError
 from ollm.registries.strategies import StrategyRegistry
-from ollm.runtime.approval import ApprovalBoard, ApprovalStep, needs_step
 from ollm.runtime.conversation import Conversation
-from ollm.runtime.middleware import ChainAborted, MiddlewareChain, layer_of
 from ollm.runtime.native import NativeStrategy
 from ollm.runtime.provider_stream import error_event, guarded, not_an_event
 from ollm.runtime.selection import StrategySelection
 from ollm.runtime.settings import DEFAULT_CONTEXT_WINDOW, ChatSettings
 from ollm.runtime.steps import Limits, refusals, turn_end
 from ollm.runtime.tokens import TokenBudget, count_request_tokens
-from ollm.runtime.tool_phase import Asking, ToolPhase
 from ollm.runtime.tool_runner import ToolOutcome, run_tool_calls, without_images
 from ollm.runtime.toolsets import ToolsetSessions
 from ollm.runtime.turn import Turn, tool_message
-from ollm.tools.approval import ApprovalPolicy
 from ollm.tools.tool import Tool
 from ollm.types.abort import AbortSignal
 from ollm.types.events import (
@@ -56,13 +52,15 @@ from ollm.types.events import (
     Usage,
 )
 from ollm.types.messages import Message, ToolCall
-from ollm.types.middleware import MiddlewareContext
 from ollm.types.provider import ModelInspection, ProviderAdapter
 from ollm.types.request import ProviderRequest, ToolSchema
 from ollm.types.strategy import ToolStrategy
 
 if TYPE_CHECKING:
+    from ollm.runtime.approval import ApprovalBoard, ApprovalStep
     from ollm.runtime.context import RunContext
+    from ollm.runtime.middleware import Layer, MiddlewareChain
+    from ollm.types.middleware import MiddlewareContext
 
 __all__ = ["ChatRun"]
 
@@ -95,13 +93,12 @@ class ChatRun:
         self.tool_calls_used = 0
         self.notices: list[NoticeEvent] = []
         self.finish: FinishEvent | None = None
-        self.middleware_context = MiddlewareContext(context.client, conversation)
-        self.chain = MiddlewareChain(
-            (), self.middleware_context, timeout=settings.middleware_timeout, abort=abort
-        )
+        # The chat's middleware and approval (built only when it has some: a chat without
+        # imports none of it).
+        self.chain: MiddlewareChain | None = None
+        self._middleware_context: MiddlewareContext | None = None
         self.middleware_failed = False
-        # The questions put to a person about tool calls (answered from any thread).
-        self.board = ApprovalBoard(context.approved)
+        self._board: ApprovalBoard | None = None
         # Whether the caller sees the events (and so can answer a question): run() does not.
         self.answerable = True
         self._step: ApprovalStep | None = None
@@ -147,30 +144,31 @@ class ChatRun:
         try:
             try:
                 async for event in inner:
-                    if self.middleware_failed:
+                    chain = self.chain
+                    if self.middleware_failed or chain is None:
                         yield event  # the failure's own events pass as they are
                         continue
                     if type(event) is FinishEvent:
                         await inner.aclose()  # the chat has ended: settled, released
-                        passed = await self.chain.event(event) if self.chain.events else []
-                        await self.chain.finish(event)
+                        passed = await chain.event(event) if chain.events else []
+                        await chain.finish(event)
                         for item in passed:
                             if type(item) is not FinishEvent:
                                 yield item
                         yield event
                         return
-                    if self.chain.events:
-                        for item in await self.chain.event(event):
+                    if chain.events:
+                        for item in await chain.event(event):
                             yield item
                     else:
                         yield event
             except MiddlewareError as exc:
                 await inner.aclose()
-                yield ErrorEvent(exc.message, exc.code)
-                yield FinishEvent("error", self.usage)
-            except ChainAborted:
-                await inner.aclose()
-                yield FinishEvent("cancelled", self.usage)
+                if exc.code == ErrorCode.CANCELLED:  # aborted while a middleware ran
+                    yield FinishEvent("cancelled", self.usage)
+                else:
+                    yield ErrorEvent(exc.message, exc.code)
+                    yield FinishEvent("error", self.usage)
         finally:
             await inner.aclose()
 
@@ -190,6 +188,9 @@ class ChatRun:
                         provider = await self._prepare()
                     self._add_approval()
                 except OllmError as exc:
+                    if isinstance(exc, MiddlewareError) and exc.code == ErrorCode.CANCELLED:
+                        yield FinishEvent("cancelled", self.usage)
+                        return
                     if isinstance(exc, MiddlewareError):
                         self.middleware_failed = True
                     yield ErrorEvent(exc.message, exc.code)
@@ -265,15 +266,16 @@ class ChatRun:
                         self._retry_turn = False
                         number -= 1
             except MiddlewareError as exc:
+                if exc.code == ErrorCode.CANCELLED:  # aborted while a middleware ran
+                    for result in self._abandon("the chat was cancelled"):
+                        yield result
+                    yield FinishEvent("cancelled", self.usage)
+                    return
                 self.middleware_failed = True
                 for result in self._abandon("a middleware failed"):
                     yield result
                 yield ErrorEvent(exc.message, exc.code)
                 yield FinishEvent("error", self.usage)
-            except ChainAborted:
-                for result in self._abandon("the chat was cancelled"):
-                    yield result
-                yield FinishEvent("cancelled", self.usage)
             except Exception as exc:
                 log.exception("unexpected error in a chat")
                 if self._turn is not None:
@@ -290,7 +292,8 @@ class ChatRun:
             # Reached on every exit: the end, an early break by the caller, a cancel
             # scope around the iteration, or the iterator being garbage-collected
             # (then ``detach`` has already settled the history).
-            self.board.close()
+            if self._board is not None:
+                self._board.close()
             self._keep_partial("the chat was cancelled")
             await self._close_stream()
             if self._toolsets is not None:
@@ -309,11 +312,34 @@ class ChatRun:
 
     # -- middleware ------------------------------------------------------------------
 
-    def _middleware(self) -> MiddlewareChain:
-        """The chat's middleware, the names built (once per client)."""
+    @property
+    def board(self) -> ApprovalBoard:
+        """The chat's questions to a person about tool calls (made on first need)."""
+        if self._board is None:
+            from ollm.runtime.approval import ApprovalBoard
+
+            self._board = ApprovalBoard(self.context.approved)
+        return self._board
+
+    @property
+    def middleware_context(self) -> MiddlewareContext:
+        """What the chat's middleware are told of it (made on first need)."""
+        if self._middleware_context is None:
+            from ollm.types.middleware import MiddlewareContext
+
+            self._middleware_context = MiddlewareContext(self.context.client, self.conversation)
+        return self._middleware_context
+
+    def _middleware(self) -> MiddlewareChain | None:
+        """The chat's middleware, the names built (once per client); ``None`` without."""
+        if not self.settings.middleware:
+            return None
         layers = self.context.middleware(self.settings.middleware)
-        if not layers:
-            return self.chain
+        return self._chain(layers)
+
+    def _chain(self, layers: Sequence[Layer]) -> MiddlewareChain:
+        from ollm.runtime.middleware import MiddlewareChain
+
         return MiddlewareChain(
             layers,
             self.middleware_context,
@@ -323,24 +349,29 @@ class ChatRun:
 
     def _keeper(self) -> Callable[[Message], Message] | None:
         """What makes a message of a reply cut short what the history keeps."""
-        return self.chain.message_now if self.chain.messages else None
+        chain = self.chain
+        return chain.message_now if chain is not None and chain.messages else None
 
     def _add_approval(self) -> None:
         """The approval step, innermost, when the chat has rules or a tool that asks."""
-        if not needs_step(self.settings.approval, self.tools):
+        policy = self.settings.approval
+        if not (policy is not None and policy.strict) and all(
+            tool.approval in (None, "allow") for tool in self.tools.values()
+        ):
             return
-        self._step = ApprovalStep(self.settings.approval or ApprovalPolicy(), self.tools)
-        self.chain = MiddlewareChain(
-            (*self.chain.layers, layer_of(self._step)),
-            self.middleware_context,
-            timeout=self.settings.middleware_timeout,
-            abort=self.abort,
-        )
+        from ollm.runtime.approval import ApprovalStep
+        from ollm.runtime.middleware import layer_of
+        from ollm.tools.approval import ApprovalPolicy
+
+        self._step = ApprovalStep(policy or ApprovalPolicy(), self.tools)
+        layers = self.chain.layers if self.chain is not None else ()
+        self.chain = self._chain((*layers, layer_of(self._step)))
 
     async def _kept(self, message: Message) -> Message:
         """``message`` as the history keeps it (through the middleware's ``on_message``)."""
-        if self.chain.messages:
-            return await self.chain.message(message)
+        chain = self.chain
+        if chain is not None and chain.messages:
+            return await chain.message(message)
         return message
 
     # -- before the first turn -------------------------------------------------------
@@ -358,8 +389,9 @@ class ChatRun:
                 code=ErrorCode.INVALID_REQUEST,
             )
         self.model = model
-        self.middleware_context.provider = provider.name
-        self.middleware_context.model = model
+        if self._middleware_context is not None:
+            self._middleware_context.provider = provider.name
+            self._middleware_context.model = model
         if settings.tool_choice != "none":
             self.tools = await context.tools(settings.tools, self._chat_toolsets)
         self.schemas = tuple(tool.schema for tool in self.tools.values())
@@ -421,7 +453,8 @@ class ChatRun:
         ``self._pending`` holds the events to emit first.
         """
         self._pending = ()
-        self.middleware_context.turn = number
+        if self._middleware_context is not None:
+            self._middleware_context.turn = number
         request = self._request()
         if number > self.settings.max_turns:
             last = self.strategy.wrap_up(request)
@@ -429,8 +462,9 @@ class ChatRun:
                 self.finish = FinishEvent("max_turns", self.usage)
                 return request
             request = last
-        if self.chain.requests:
-            request = await self.chain.request(request)
+        chain = self.chain
+        if chain is not None and chain.requests:
+            request = await chain.request(request)
         assert self.provider is not None
         # Counted as it will be sent: a strategy may render tools and history as text.
         sent = self.strategy.prepare(request)
@@ -530,14 +564,16 @@ class ChatRun:
         outcome in call order, the message with its calls as they ran, and the
         middleware's failure if one failed."""
         calls = ran.message.tool_calls
-        if self.chain.calls:
+        chain = self.chain
+        if chain is not None and chain.calls:
+            from ollm.runtime.tool_phase import Asking, ToolPhase
 
             async def reply_first(current: Sequence[ToolCall]) -> None:
                 message = msgspec.structs.replace(ran.message, tool_calls=tuple(current))
                 turn.commit_reply(await self._kept(message))
 
             phase = ToolPhase(
-                self.chain,
+                chain,
                 calls,
                 refused,
                 self.tools,
@@ -598,11 +634,12 @@ class ChatRun:
     async def _commit(self, turn: Turn, message: Message, outcomes: list[ToolOutcome]) -> None:
         """The reply and its results into the history, through the middleware's
         ``on_message``."""
-        if not self.chain.messages:
+        chain = self.chain
+        if chain is None or not chain.messages:
             turn.commit(message, outcomes)
             return
-        reply = await self.chain.message(message)
-        results = [await self.chain.message(tool_message(o)) for o in outcomes]
+        reply = await chain.message(message)
+        results = [await chain.message(tool_message(o)) for o in outcomes]
         turn.commit(reply, results=results)
 
     async def _sees_images(self) -> bool:
@@ -645,4 +682,4 @@ class _Ran:
     def __init__(self, message: Message) -> None:
         self.message = message
         self.outcomes: list[ToolOutcome] = []
-        self.failure: MiddlewareError | ChainAborted | None = None
+        self.failure: MiddlewareError | None = None

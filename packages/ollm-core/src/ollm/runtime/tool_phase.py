@@ -28,7 +28,7 @@ import msgspec
 
 from ollm.errors import ErrorCode, MiddlewareError
 from ollm.runtime.approval import ApprovalBoard, ApprovalStep, Approver, Verdict, ask_approver
-from ollm.runtime.middleware import ChainAborted, MiddlewareChain
+from ollm.runtime.middleware import MiddlewareChain
 from ollm.runtime.tool_runner import ToolOutcome, cancelled_outcome, invoke, refused_outcome
 from ollm.tools.result import ToolResult
 from ollm.tools.tool import Tool
@@ -38,8 +38,6 @@ from ollm.types.messages import ToolCall
 from ollm.types.middleware import Approve, Ask, Deny
 
 __all__ = ["Asking", "ToolPhase", "denied_outcome"]
-
-Failure = MiddlewareError | ChainAborted
 
 
 def denied_outcome(call: ToolCall, why: str) -> ToolOutcome:
@@ -115,13 +113,14 @@ class ToolPhase:
         self.abort = abort
         self.asking = asking
         self.calls = [_Call(call, refused.get(call.id)) for call in calls]
-        self.failure: Failure | None = None
+        self.failure: MiddlewareError | None = None
         self.late: list[ChatEvent] = []  # decisions made while the tools ran
 
     @property
     def outcomes(self) -> list[ToolOutcome]:
         """Every call's outcome, in call order (a call that did not finish says so)."""
-        why = "a middleware failed" if self.failure is not None else "the chat was cancelled"
+        failed = self.failure is not None and self.failure.code != ErrorCode.CANCELLED
+        why = "a middleware failed" if failed else "the chat was cancelled"
         outcomes = []
         for item in self.calls:
             if item.outcome is not None:
@@ -149,7 +148,7 @@ class ToolPhase:
         decided: list[ChatEvent] = []
         try:
             ready, asked = await self._decide(decided)
-        except (MiddlewareError, ChainAborted) as exc:
+        except MiddlewareError as exc:
             self.failure = exc
             return
         for event in decided:
@@ -158,7 +157,7 @@ class ToolPhase:
             try:
                 async for event in self._ask(asked):
                     yield event
-            except (MiddlewareError, ChainAborted) as exc:
+            except MiddlewareError as exc:
                 self.failure = exc
                 return
         with self.abort.guard():
@@ -246,7 +245,7 @@ class ToolPhase:
             item.verdict = verdict
             try:
                 await self._apply(item, *verdict)
-            except (MiddlewareError, ChainAborted) as exc:
+            except MiddlewareError as exc:
                 self.failure = exc
                 return
             if item.outcome is None or item.depth:
@@ -297,7 +296,7 @@ class ToolPhase:
             result = ToolResult(outcome.content, outcome.images, outcome.is_error)
             try:
                 changed = await self.chain.after(item.call, result, item.depth)
-            except (MiddlewareError, ChainAborted) as exc:
+            except MiddlewareError as exc:
                 self.failure = self.failure or exc
                 outcome = cancelled_outcome(item.call, "a middleware failed")
             else:
