@@ -120,3 +120,110 @@ def test_redact_and_audit_are_listed_and_audit_writes_its_file(
     assert done.returncode == 0, done.stderr
     [line] = [json.loads(x) for x in audit.read_text().splitlines()]
     assert (line["kind"], line["model"], line["last"]["text"]) == ("request", "llama3.2", "hello")
+
+
+# What only a chat with middleware, approval rules or a tool that asks may import.
+MACHINERY = (
+    "ollm.runtime.middleware",
+    "ollm.runtime.approval",
+    "ollm.runtime.tool_phase",
+    "ollm.tools.approval",
+    "ollm.cli.approval",
+    "ollm.middleware.redact",
+    "ollm.middleware.audit",
+)
+
+LOADED_BY_THE_CLI = f"""
+import contextlib, io, json, sys
+from ollm.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+print(json.dumps([code, [m for m in {MACHINERY!r} if m in sys.modules]]))
+"""
+
+
+def loaded_by(*args: str, **env: str) -> list[object]:
+    """What ``ollm chat ARGS`` exits with, and which of ``MACHINERY`` it imported."""
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED_BY_THE_CLI, *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ollm_env(**env),
+    )
+    assert done.returncode == 0, done.stderr
+    return list(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_a_chat_that_names_no_middleware_imports_none_of_it(
+    server: FakeOllamaServer, tmp_path: Path
+) -> None:
+    env = {"OLLAMA_HOST": server.url, "HOME": str(tmp_path)}
+    server.script(OllamaReply("Hello."))
+    assert loaded_by("chat", "-m", "llama3.2", "hi", **env) == [0, []]
+    # Offered a tool, with no rules: the rules are read (there are none), no more.
+    call = OllamaReply(tool_calls=[("calculate", {"expression": "1 + 1"})])
+    server.script(call, OllamaReply("2."))
+    assert loaded_by("chat", "-m", "llama3.2", "-t", "calculate", "1 + 1?", **env) == [
+        0,
+        ["ollm.tools.approval", "ollm.cli.approval"],
+    ]
+    # Named, or asked for: then they are imported.
+    server.script(OllamaReply("Hello."))
+    code, loaded = loaded_by("chat", "-m", "llama3.2", "--middleware", "redact", "hi", **env)
+    assert (code, loaded) == (0, ["ollm.runtime.middleware", "ollm.middleware.redact"])
+    server.script(call, OllamaReply("2."))
+    args = ("chat", "-m", "llama3.2", "-t", "calculate", "--allow", "calc*", "1 + 1?")
+    code, loaded = loaded_by(*args, **env)
+    assert code == 0
+    assert {"ollm.runtime.middleware", "ollm.runtime.approval", "ollm.runtime.tool_phase"} <= set(
+        loaded  # type: ignore[arg-type]
+    )
+
+
+LOADED_BY_A_CHAT = f"""
+import json, sys
+import anyio
+import ollm
+from ollm_testutils.mock import Reply, ScriptedProvider
+
+
+def add(a: int, b: int) -> int:
+    '''Add two numbers.
+
+    Args:
+        a: The first.
+        b: The second.
+    '''
+    return a + b
+
+
+async def main(asks):
+    provider = ScriptedProvider(Reply(tool_calls=[("add", {{"a": 1, "b": 2}})]), Reply("3."))
+    tool = ollm.Tool.from_function(add, approval="ask" if asks else None)
+    approve = lambda request: ollm.Approve()
+    async with ollm.ChatClient(ollm.Registries(), provider=provider, tools=[tool]) as client:
+        result = await client.run("1 + 2?", approver=approve if asks else None)
+    assert result.text == "3.", result
+    print(json.dumps([m for m in {MACHINERY!r} if m in sys.modules]))
+
+
+anyio.run(main, sys.argv[1] == "asks")
+"""
+
+
+def test_a_python_chat_with_a_tool_that_does_not_ask_imports_none_of_it() -> None:
+    def loaded(asks: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", LOADED_BY_A_CHAT, asks],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=ollm_env(),
+        )
+        assert done.returncode == 0, done.stderr
+        return list(json.loads(done.stdout.splitlines()[-1]))
+
+    assert loaded("plain") == []
+    assert {"ollm.runtime.middleware", "ollm.runtime.approval"} <= set(loaded("asks"))

@@ -13,13 +13,12 @@ import dataclasses
 import re
 import sys
 import time
-from collections.abc import Callable
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TextIO
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ollm.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from ollm.cli.approval import TerminalQuestions, no_terminal, policy_from
 from ollm.cli.chatlog import ChatLog
 from ollm.cli.config import CliConfig, load_registries
 from ollm.cli.driving import drive
@@ -43,6 +42,11 @@ from ollm.types.events import (
 )
 from ollm.types.provider import ModelManagement
 from ollm.types.request import GenerationOptions
+
+if TYPE_CHECKING:
+    from ollm.cli.approval import TerminalQuestions
+    from ollm.runtime.approval import Approver
+    from ollm.tools.approval import ApprovalPolicy
 
 __all__ = ["run_chat"]
 
@@ -85,9 +89,9 @@ def run_chat(args: argparse.Namespace, terminal: Terminal, stdin: TextIO | None 
         return EXIT_USAGE
 
     renderer = EventRenderer(terminal, json=args.json, show_thinking=not args.hide_thinking)
-    questions = TerminalQuestions(terminal, stdin) if _isatty(stdin) else None
+    asking = stdin if _isatty(stdin) else None
     try:
-        return _run(args, config, prompt, interactive, renderer, terminal, questions)
+        return _run(args, config, prompt, interactive, renderer, terminal, asking)
     except OllmError as exc:
         if args.json and renderer.finish is None:
             # A failure before the chat began still ends the event stream as usual.
@@ -103,8 +107,9 @@ def _run(
     interactive: bool,
     renderer: EventRenderer,
     terminal: Terminal,
-    questions: TerminalQuestions | None,
+    asking: TextIO | None,
 ) -> int:
+    """The chat; ``asking`` is the terminal's input where a person can answer questions."""
     registries = load_registries()
     for name in config.middleware:
         if name not in registries.middleware:
@@ -134,6 +139,7 @@ def _run(
                 model=args.model or (info.model if same else None) or config.model,
             )
             system = system or info.system
+        approval, approver, questions = _approval(args, toolsets, terminal, asking)
         client = ChatClient(
             registries,
             provider=config.provider,
@@ -152,9 +158,8 @@ def _run(
             toolsets=toolsets,
             middleware=config.middleware,
             middleware_timeout=args.middleware_timeout or 5.0,
-            # Rules only where tools are offered: a plain chat reads no policy file.
-            approval=policy_from(args) if args.tools or toolsets else None,
-            approver=None if questions is not None else no_terminal,
+            approval=approval,
+            approver=approver,
             tool_call_deltas=args.call_deltas,
         )
         session = _Session(client, registries, config, renderer, terminal, log, system)
@@ -182,6 +187,21 @@ def _run(
                 portal.call(client.aclose)
     finally:
         log.close()
+
+
+def _approval(
+    args: argparse.Namespace, toolsets: Sequence[object], terminal: Terminal, asking: TextIO | None
+) -> tuple[ApprovalPolicy | None, Approver | None, TerminalQuestions | None]:
+    """The chat's approval rules, and who answers its questions: the person at the
+    terminal, else no one (the call is refused). Only where tools are offered: a plain
+    chat reads no policy file and imports none of it."""
+    if not (args.tools or toolsets):
+        return None, None, None
+    from ollm.cli.approval import TerminalQuestions, no_terminal, policy_from
+
+    if asking is None:
+        return policy_from(args), no_terminal, None
+    return policy_from(args), None, TerminalQuestions(terminal, asking)
 
 
 class _Session:

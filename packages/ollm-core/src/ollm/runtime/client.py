@@ -6,16 +6,14 @@ import logging
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ollm.errors import error_from_code
 from ollm.registries import Registries
-from ollm.runtime.approval import Approver
 from ollm.runtime.context import RunContext
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.run import ChatRun
 from ollm.runtime.settings import ChatSettings, ToolItem, as_policy
-from ollm.tools.approval import ApprovalPolicy, ApprovalRule
 from ollm.tools.tool import Tool
 from ollm.tools.toolset import Toolset, check_toolset_name, is_toolset
 from ollm.types.abort import AbortSignal
@@ -32,6 +30,10 @@ from ollm.types.messages import ImagePart, Message, Part, TextPart
 from ollm.types.middleware import ApprovalScope, Approve, Deny
 from ollm.types.provider import ProviderAdapter
 from ollm.types.request import GenerationOptions
+
+if TYPE_CHECKING:
+    from ollm.runtime.approval import Approver
+    from ollm.tools.approval import ApprovalPolicy, ApprovalRule
 
 __all__ = ["ChatClient", "ChatResult", "ChatStream", "Prompt"]
 

@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ollm.registries import Registries
-from ollm.runtime.middleware import Layer, layer_of
 from ollm.runtime.settings import ToolItem
 from ollm.runtime.toolsets import ToolsetSessions, select_tools
 from ollm.tools.tool import Tool
@@ -25,6 +24,7 @@ from ollm.types.provider import ModelInspection, ProviderAdapter
 
 if TYPE_CHECKING:
     from ollm.runtime.client import ChatClient
+    from ollm.runtime.middleware import Layer
 
 __all__ = ["RunContext"]
 
@@ -76,6 +76,8 @@ class RunContext:
     def middleware(self, items: Sequence[str | object]) -> list[Layer]:
         """The layers of ``items``: objects as they are, names built from the installed
         middleware the first time this client uses them (``PluginError`` if unknown)."""
+        from ollm.runtime.middleware import layer_of  # only a chat with middleware needs it
+
         layers: list[Layer] = []
         for item in items:
             if isinstance(item, str):

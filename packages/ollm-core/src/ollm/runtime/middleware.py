@@ -37,7 +37,7 @@ from ollm.types.middleware import (
     Ask,
     Deny,
     MiddlewareContext,
-    is_middleware,
+    check_middleware,
 )
 from ollm.types.request import ProviderRequest
 
@@ -93,23 +93,6 @@ def layer_of(item: object, name: str | None = None) -> Layer:
         own = getattr(item, "name", None)
         name = own if isinstance(own, str) and own else type(item).__name__
     return Layer(name, item)
-
-
-def check_middleware(items: object) -> tuple[str | object, ...]:
-    """The middleware a client or chat was given, checked: names, or objects that have
-    at least one middleware method."""
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise TypeError("middleware must be a list of names or middleware objects")
-    for item in items:
-        if isinstance(item, str):
-            if not item.strip():
-                raise ValueError("a middleware name cannot be empty")
-            continue
-        if not is_middleware(item):
-            raise TypeError(
-                f"{item!r} is not a middleware: it has none of the methods {', '.join(HOOKS)}"
-            )
-    return tuple(items)
 
 
 class MiddlewareChain:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ollm.runtime.approval import Approver
-from ollm.runtime.middleware import check_middleware
-from ollm.tools.approval import ApprovalPolicy, ApprovalRule
 from ollm.tools.tool import Tool
 from ollm.tools.toolset import Toolset
+from ollm.types.middleware import check_middleware
 from ollm.types.provider import ProviderAdapter
 from ollm.types.request import GenerationOptions
+
+if TYPE_CHECKING:
+    from ollm.runtime.approval import Approver
+    from ollm.tools.approval import ApprovalPolicy
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "ChatSettings", "ToolItem", "as_policy"]
 
@@ -110,7 +112,11 @@ class ChatSettings:
 
 def as_policy(approval: object) -> ApprovalPolicy | None:
     """An ``ApprovalPolicy`` of what ``approval=`` was given (a policy, a list of rules)."""
-    if approval is None or isinstance(approval, ApprovalPolicy):
+    if approval is None:
+        return None  # the rules' module is imported only by a chat that has some
+    from ollm.tools.approval import ApprovalPolicy, ApprovalRule
+
+    if isinstance(approval, ApprovalPolicy):
         return approval
     if isinstance(approval, ApprovalRule):
         return ApprovalPolicy((approval,))

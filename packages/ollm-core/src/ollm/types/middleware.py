@@ -18,6 +18,7 @@ See the hook ``ollm_middleware`` and the "Middleware" section of docs/plugins.md
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -33,6 +34,7 @@ __all__ = [
     "Ask",
     "Deny",
     "MiddlewareContext",
+    "check_middleware",
     "is_middleware",
 ]
 
@@ -50,6 +52,22 @@ MIDDLEWARE_METHODS = (
 def is_middleware(value: object) -> bool:
     """Whether ``value`` has at least one middleware method."""
     return any(callable(getattr(value, name, None)) for name in MIDDLEWARE_METHODS)
+
+
+def check_middleware(items: object) -> tuple[str | object, ...]:
+    """The middleware a client or chat was given, checked: names, or objects that have
+    at least one middleware method."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise TypeError("middleware must be a list of names or middleware objects")
+    for item in items:
+        if isinstance(item, str):
+            if not item.strip():
+                raise ValueError("a middleware name cannot be empty")
+            continue
+        if not is_middleware(item):
+            methods = ", ".join(MIDDLEWARE_METHODS)
+            raise TypeError(f"{item!r} is not a middleware: it has none of the methods {methods}")
+    return tuple(items)
 
 
 ApprovalScope = Literal["once", "chat", "client"]
