@@ -131,6 +131,27 @@ def test_at_a_terminal_yes_runs_it_and_the_decision_is_logged(
     assert "  allowed by person: --ask touch_*" in shown.stdout
 
 
+def test_at_a_terminal_no_runs_nothing_and_the_model_reads_why(
+    setup: Setup, server: FakeOllamaServer
+) -> None:
+    server.script(touching("a"), OllamaReply("As you wish."))
+    args = ["chat", "-m", "llama3.2", "--approve", "-t", "touch_file", "make a"]
+    with InteractiveOllm(args, setup.env) as session:
+        session.err.wait_for(QUESTION)
+        session.send("n")
+        assert session.process.wait(timeout=120) == 0, session.err.text
+        session.out.join()
+    assert setup.created() == []
+    assert "As you wish." in session.out.text
+    told = server.chat_requests[1].json["messages"][-1]
+    assert (told["role"], told["content"]) == (
+        "tool",
+        "Tool 'touch_file' was not run: the person at the terminal said no",
+    )
+    [decision] = setup.logged()["decisions"]  # type: ignore[misc]
+    assert (decision["decision"], decision["by"]) == ("deny", "person")
+
+
 def test_always_asks_once_and_edit_changes_the_arguments(
     setup: Setup, server: FakeOllamaServer
 ) -> None:
@@ -230,3 +251,12 @@ def test_a_broken_policy_file_is_an_error_that_names_it(setup: Setup, tmp_path: 
     assert f'error[INVALID_REQUEST]: {policy}: default must be "allow", "ask" or "deny"' in (
         done.stderr
     )
+
+
+def test_a_deny_flag_wins_over_an_allow_flag(setup: Setup, server: FakeOllamaServer) -> None:
+    server.script(touching("a"), OllamaReply("Refused."))
+    args = ["-t", "touch_file", "--allow", "touch_*", "--deny", "touch_file", "make a"]
+    done = setup.run("chat", "-m", "llama3.2", *args)
+    assert done.returncode == 0, done.stderr
+    assert setup.created() == []
+    assert "touch_file was not run: --deny touch_file" in done.stderr

@@ -72,6 +72,36 @@ async def test_the_question_comes_before_anything_runs_and_the_call_waits_for_it
     assert_history_valid(chat_client.conversation)
 
 
+async def test_a_tool_made_with_the_decorator_asks_when_it_says_so(anyio_backend: str) -> None:
+    launched: list[str] = []
+
+    @ollm.tool(approval="ask")
+    def launch(target: str) -> str:
+        """Launch a rocket.
+
+        Args:
+            target: Where to.
+        """
+        launched.append(target)
+        return f"launched to {target}"
+
+    provider = ScriptedProvider(calling("moon"), Reply("Launched."))
+    events: list[ollm.ChatEvent] = []
+    async with client(provider, tools=[launch]).chat("launch") as stream:
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, ollm.ApprovalRequestEvent):
+                assert launched == []
+                assert (event.call.name, event.reason) == (
+                    "launch",
+                    "the tool asks to be approved",
+                )
+                stream.approve(event.id)
+    assert len(of(ollm.ApprovalRequestEvent, events)) == 1
+    assert launched == ["moon"]
+    assert_one_finish_last(events, "stop")
+
+
 async def test_a_denial_goes_to_the_model_with_its_reason_and_the_chat_goes_on(
     anyio_backend: str,
 ) -> None:
