@@ -250,6 +250,54 @@ async def test_abort_during_a_slow_on_request_finishes_cancelled(anyio_backend: 
     assert_history_valid(chat_client.conversation)
 
 
+@pytest.mark.parametrize(
+    "hook", ["on_request", "on_event", "before_tool_call", "after_tool_call", "on_message"]
+)
+async def test_abort_while_any_method_waits_finishes_cancelled_never_failed(
+    anyio_backend: str, hook: str
+) -> None:
+    waiting = anyio.Event()
+    added: list[int] = []
+
+    async def stuck(self: Any, ctx: Any, *args: Any) -> Any:
+        waiting.set()
+        await anyio.sleep_forever()
+
+    Stuck = type("Stuck", (), {hook: stuck})
+
+    @ollm.tool
+    def counted(a: int) -> int:
+        """Count.
+
+        Args:
+            a: A number.
+        """
+        added.append(a)
+        return a
+
+    provider = ScriptedProvider(calling("counted", a=1), Reply("never"))
+    chat_client = client(provider, tools=[counted], middleware=[Stuck()], middleware_timeout=None)
+    stream = chat_client.chat("count")
+    events: list[ollm.ChatEvent] = []
+
+    async def consume() -> None:
+        events.extend(await collect(stream))
+
+    with anyio.fail_after(30):  # a hang detector, not a measure
+        async with anyio.create_task_group() as group:
+            group.start_soon(consume)
+            await waiting.wait()
+            stream.abort()
+    assert_one_finish_last(events, "cancelled")
+    assert not [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert added == ([1] if hook == "after_tool_call" else [])
+    for result in [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]:
+        assert "a middleware failed" not in result.result
+    for message in chat_client.conversation:
+        assert "a middleware failed" not in message.text, message
+    assert_history_valid(chat_client.conversation)
+
+
 async def test_an_installed_middleware_that_is_not_named_is_never_built_or_called(
     anyio_backend: str,
 ) -> None:
