@@ -4,11 +4,12 @@ logged, and a session stopped while asking goes on with ``--cid``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,15 @@ class Setup:
             env=self.env,
         )
 
+    @contextlib.contextmanager
+    def asked(self, *args: str, prompt: str = "make a") -> Iterator[InteractiveOllm]:
+        """``ollm chat --approve -t touch_file ARGS PROMPT`` at a terminal, once it has
+        asked its first question."""
+        every = ["chat", "-m", "llama3.2", "--approve", "-t", "touch_file", *args, prompt]
+        with InteractiveOllm(every, self.env) as session:
+            session.err.wait_for(QUESTION)
+            yield session
+
     def logged(self) -> dict[str, object]:
         listed = json.loads(self.run("logs", "--json").stdout)
         shown = self.run("logs", "show", listed[0]["id"], "--json")
@@ -135,9 +145,7 @@ def test_at_a_terminal_no_runs_nothing_and_the_model_reads_why(
     setup: Setup, server: FakeOllamaServer
 ) -> None:
     server.script(touching("a"), OllamaReply("As you wish."))
-    args = ["chat", "-m", "llama3.2", "--approve", "-t", "touch_file", "make a"]
-    with InteractiveOllm(args, setup.env) as session:
-        session.err.wait_for(QUESTION)
+    with setup.asked() as session:
         session.send("n")
         assert session.process.wait(timeout=120) == 0, session.err.text
         session.out.join()
@@ -156,9 +164,7 @@ def test_always_asks_once_and_edit_changes_the_arguments(
     setup: Setup, server: FakeOllamaServer
 ) -> None:
     server.script(touching("a", "b"), touching("c"), OllamaReply("All made."))
-    args = ["chat", "-m", "llama3.2", "--approve", "-t", "touch_file", "make them"]
-    with InteractiveOllm(args, setup.env) as session:
-        session.err.wait_for(QUESTION)
+    with setup.asked(prompt="make them") as session:
         session.send("e")
         session.err.wait_for("(a JSON object; empty to go back): ")
         session.send('{"name": "a2"}')
@@ -187,9 +193,7 @@ def test_ctrl_c_while_asking_runs_nothing_and_exits_130(
     setup: Setup, server: FakeOllamaServer
 ) -> None:
     server.script(touching("a"), OllamaReply("never"))
-    args = ["chat", "-m", "llama3.2", "--approve", "-t", "touch_file", "make a"]
-    with InteractiveOllm(args, setup.env) as session:
-        session.err.wait_for(QUESTION)
+    with setup.asked() as session:
         session.process.send_signal(signal.SIGINT)
         assert session.process.wait(timeout=120) == 130
         session.err.join()
@@ -202,9 +206,7 @@ def test_a_session_stopped_while_asking_is_asked_again_with_cid(
     setup: Setup, server: FakeOllamaServer
 ) -> None:
     server.script(touching("a"), OllamaReply("Made, at last."))
-    args = ["chat", "-m", "llama3.2", "--approve", "-t", "touch_file", "make a"]
-    with InteractiveOllm(args, setup.env) as session:
-        session.err.wait_for(QUESTION)
+    with setup.asked() as session:
         session.process.kill()  # stopped hard: no chance to log anything more
         session.process.wait(timeout=120)
     assert setup.created() == []
