@@ -37,7 +37,7 @@ __all__ = ["ApprovalBoard", "ApprovalStep", "Approver", "Verdict", "ask_approver
 log = logging.getLogger(__name__)
 
 Verdict = Approve | Deny
-Approver = Callable[[ApprovalRequestEvent], "bool | Verdict | Awaitable[bool | Verdict]"]
+Approver = Callable[[ApprovalRequestEvent], bool | Verdict | Awaitable[bool | Verdict]]
 """Decides an approval request at once: ``True``/``Approve(...)`` runs the call,
 ``False``/``Deny(message)`` refuses it (sync or async; a sync one runs in a thread)."""
 

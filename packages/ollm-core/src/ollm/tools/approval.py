@@ -37,8 +37,9 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -118,7 +119,8 @@ class ApprovalRule(msgspec.Struct, frozen=True):
         return " ".join(part for part in (self.action, self.tool, args) if part)
 
 
-class ApprovalDecision(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ApprovalDecision:
     """What a policy decided for one call, who decided (``rule``, ``tool`` for the
     tool's own default, ``default``), and why."""
 
