@@ -218,6 +218,69 @@ def test_a_profile_of_a_provider_named_in_another_case_is_built_once() -> None:
     assert registry.default_name == "openai:vllm"
 
 
+class _Configured(_Provider):
+    def __init__(self, name: str, settings: dict[str, object]) -> None:
+        super().__init__(name)
+        self.settings = settings
+
+
+def test_build_makes_a_new_provider_each_time_from_its_settings() -> None:
+    registry = ollm.ProviderRegistry()
+    registry.register(
+        ollm.ProviderSpec(
+            "remote",
+            lambda: _Provider("remote"),
+            profile_factory=lambda profile: _Provider(f"remote:{profile}"),
+            settings_factory=lambda settings: _Configured("remote", dict(settings)),
+        )
+    )
+    first = registry.build("Remote", {"host": "http://a:1"})
+    second = registry.build("remote", {"host": "http://a:1"})
+    assert isinstance(first, _Configured)
+    assert isinstance(second, _Configured)
+    assert first is not second  # each caller owns its own
+    assert first.settings == {"host": "http://a:1"}
+    profiled = registry.build("remote:gpu", {"timeout": 5})
+    assert isinstance(profiled, _Configured)
+    assert profiled.settings == {"timeout": 5, "profile": "gpu"}
+    plain = registry.build("remote:gpu")  # no settings: as get() would build it
+    assert plain.name == "remote:gpu"
+    assert plain is not registry.get("remote:gpu")
+    assert registry.build("remote") is not registry.build("remote")
+
+
+def test_build_refuses_settings_a_provider_cannot_take() -> None:
+    registry = ollm.ProviderRegistry()
+    registry.register(ollm.ProviderSpec("plain", lambda: _Provider("plain")))
+    with pytest.raises(ollm.InvalidRequestError) as caught:
+        registry.build("plain", {"host": "x", "port": 1})
+    assert caught.value.message == (
+        "Provider 'plain' takes no settings here (host, port). Leave them out, or configure "
+        "it as its documentation says."
+    )
+    with pytest.raises(ollm.ProviderNotFoundError):
+        registry.build("missing", {"host": "x"})
+
+
+def test_a_composite_is_built_with_the_registry_its_members_come_from() -> None:
+    calls: list[tuple[str | None, ollm.ProviderRegistry]] = []
+
+    def composite(profile: str | None, registry: ollm.ProviderRegistry) -> _Provider:
+        calls.append((profile, registry))
+        member = registry.build("member")
+        return _Provider(f"group of {member.name}" + (f":{profile}" if profile else ""))
+
+    registry = ollm.ProviderRegistry()
+    registry.register(ollm.ProviderSpec("member", lambda: _Provider("member")))
+    registry.register(
+        ollm.ProviderSpec("group", lambda: _Provider("unused"), composite_factory=composite)
+    )
+    assert registry.get("group:home").name == "group of member:home"
+    assert registry.get("group").name == "group of member"
+    assert calls == [("home", registry), (None, registry)]
+    assert registry.get("group:home") is registry.get("group:home")  # built once
+
+
 @pytest.mark.parametrize(
     ("name", "distribution"),
     [
@@ -226,6 +289,7 @@ def test_a_profile_of_a_provider_named_in_another_case_is_built_once() -> None:
         ("OpenAI", "ollm-openai"),
         ("openai:vllm", "ollm-openai"),
         ("gemini", "ollm-gemini"),
+        ("pool:home", "ollm-pool"),
     ],
 )
 @pytest.mark.parametrize("installed", [[], ["mine"]])

@@ -195,6 +195,9 @@ def test_usage_adds_up() -> None:
     a = ollm.Usage(1, 2, 3, total_duration_ns=10)
     b = ollm.Usage(4, 5, 9)
     assert a + b == ollm.Usage(5, 7, 12, total_duration_ns=10)
+    # A pool's attempts add up over the turns of a chat; a plain provider says none.
+    assert ollm.Usage(attempts=2) + ollm.Usage(attempts=1) + b == ollm.Usage(4, 5, 9, attempts=3)
+    assert (a + b).attempts is None
 
 
 def test_pull_progress_fraction() -> None:

@@ -10,6 +10,8 @@ plugins have; none of them imports a private ``ollm._*`` module (a test checks i
 - ``quote`` and ``excerpt``: a server's words, shortened and safe, for an error message.
 - ``check_toolset_name`` and ``valid_tool_name``: names every provider accepts.
 - ``text_list``: the texts of an ``embed()`` call checked the same way everywhere.
+- ``config_path``: a plugin's configuration file in ollm's configuration folder
+  (``~/.config/ollm/openai.toml``), or where a variable points.
 
 The HTTP side of a provider (connections, streams, retries, the mapping of failures to
 ollm's errors) is the ``ollm-http`` distribution: ``ollm_http.HTTPProvider``.
@@ -20,6 +22,9 @@ Names load on first use: importing this module costs nothing.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
 
 from ollm._lazy import lazy_exports
 
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "UsageAnchors",
     "check_toolset_name",
+    "config_path",
     "excerpt",
     "fallback_count",
     "lazy_exports",
@@ -93,6 +99,25 @@ def excerpt(data: bytes | str, limit: int = 200) -> str:
     if cut:
         return repr(text[:limit]) + "..."
     return repr(text)
+
+
+def config_path(
+    name: str, variable: str | None = None, environ: Mapping[str, str] | None = None
+) -> Path:
+    """The configuration file ``name``: where ``variable`` points, if it is set, else in
+    ollm's configuration folder (``$XDG_CONFIG_HOME/ollm``, ``~/.config/ollm``, or
+    ``%APPDATA%\\ollm`` on Windows). ``environ`` defaults to ``os.environ``."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(variable) if variable else None
+    if explicit:
+        return Path(explicit).expanduser()
+    if sys.platform == "win32" and env.get("APPDATA"):
+        base = Path(env["APPDATA"])
+    elif env.get("XDG_CONFIG_HOME"):
+        base = Path(env["XDG_CONFIG_HOME"])
+    else:
+        base = Path(env.get("HOME") or Path.home()) / ".config"
+    return base / "ollm" / name
 
 
 def text_list(texts: object, what: str = "embed()") -> list[str]:

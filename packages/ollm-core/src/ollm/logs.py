@@ -526,7 +526,8 @@ class LogStore:
                 "SELECT message FROM messages WHERE conversation_id = ? ORDER BY seq", (full,)
             ).fetchall()
         try:
-            return Conversation(_decode_message(row[0]) for row in blobs)
+            # Its log id as its id: the requests of a resumed conversation name it as before.
+            return Conversation((_decode_message(row[0]) for row in blobs), id=full)
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
             raise LogsUnavailableError(
                 f"The conversation {full} in {self.path} cannot be read back ({exc})."

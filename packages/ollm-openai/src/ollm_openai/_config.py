@@ -18,7 +18,6 @@ Several live side by side as named profiles in a TOML file (``-p openai:vllm``):
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +27,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ollm.errors import InvalidRequestError, ProviderNotFoundError
+from ollm.kit import config_path
 from ollm_http import (
     ServerSettings,
     ServerSetup,
@@ -244,17 +244,7 @@ class OpenAIConfig(ServerSettings):
 
 def profiles_path(environ: Mapping[str, str] | None = None) -> Path:
     """The profiles file: ``OLLM_OPENAI_PROFILES``, else ``openai.toml`` in ollm's config folder."""
-    env = os.environ if environ is None else environ
-    explicit = env.get(ENV_PROFILES)
-    if explicit:
-        return Path(explicit).expanduser()
-    if sys.platform == "win32" and env.get("APPDATA"):
-        base = Path(env["APPDATA"])
-    elif env.get("XDG_CONFIG_HOME"):
-        base = Path(env["XDG_CONFIG_HOME"])
-    else:
-        base = Path(env.get("HOME") or Path.home()) / ".config"
-    return base / "ollm" / "openai.toml"
+    return config_path("openai.toml", ENV_PROFILES, environ)
 
 
 def load_profiles(environ: Mapping[str, str] | None = None) -> dict[str, Profile]:

@@ -263,7 +263,9 @@ class _Session:
                 decisions=decisions,
             )
             if kept < len(stream.conversation):  # no model answered: the prompt leaves
-                self.client.conversation = Conversation(stream.conversation.messages[:kept])
+                self.client.conversation = Conversation(
+                    stream.conversation.messages[:kept], id=stream.conversation.id
+                )
 
 
 def _local_command(text: str, session: _Session) -> bool:

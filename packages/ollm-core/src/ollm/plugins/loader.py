@@ -73,6 +73,7 @@ FIRST_PARTY = frozenset(
         "ollm-mcp",
         "ollm-openai",
         "ollm-gemini",
+        "ollm-pool",
     }
 )
 """ollm's own distributions: their plugins load first, so their names are theirs."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from ollm.errors import OllmError, PluginError, ProviderNotFoundError
+from ollm.errors import InvalidRequestError, OllmError, PluginError, ProviderNotFoundError
 from ollm.types.provider import Closeable, ProviderAdapter
 from ollm.types.specs import ProviderSpec
 
@@ -18,6 +19,7 @@ FIRST_PARTY_PROVIDERS = {
     "ollama": "ollm-ollama",
     "openai": "ollm-openai",
     "gemini": "ollm-gemini",
+    "pool": "ollm-pool",
     "echo": "ollm-testutils",
 }
 """The providers of ollm's own distributions, by name: what to install for each."""
@@ -96,32 +98,55 @@ class ProviderRegistry:
         provider = self._built.get(name)
         if provider is not None:
             return provider
-        try:
-            provider = factory()
-        except OllmError:
-            raise
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:
-            # Plugin code: not even sys.exit() in a factory may end the program.
-            raise PluginError(
-                f"Provider {name!r} failed to start: {describe_failure(exc)}. "
-                "Run `ollm plugins` to see where it comes from."
-            ) from exc
+        provider = _started(name, factory)
         self._built[name] = provider
         return provider
 
+    def build(self, name: str, settings: Mapping[str, Any] | None = None) -> ProviderAdapter:
+        """A new provider ``name`` (``NAME`` or ``NAME:PROFILE``), configured with ``settings``.
+
+        ``settings`` is a table as a configuration file gives it (``{"host":
+        "http://gpu-a:11434"}``), passed to the spec's ``settings_factory`` (with
+        ``profile`` set for ``NAME:PROFILE``); without settings, the provider is built as
+        ``get`` would build it. Unlike ``get``, each call builds another instance, which
+        the caller owns (and closes): a pool builds its members so. A provider registered
+        as an object is that object.
+        """
+        if not settings:
+            return _started(name, self._factory(name)[1])
+        base, colon, profile = name.partition(":")
+        known = self._registered(name) or (self._registered(base) if colon else None)
+        if known is None:
+            raise ProviderNotFoundError(self._unknown(name))
+        spec = self._specs[known]
+        settings_factory = spec.settings_factory
+        if settings_factory is None or known in self._objects:
+            raise InvalidRequestError(
+                f"Provider {known!r} takes no settings here ({', '.join(sorted(settings))}). "
+                f"Leave them out, or configure it as its documentation says."
+            )
+        table = dict(settings)
+        if colon and known != name:
+            table["profile"] = profile
+        return _started(name, lambda: settings_factory(table))
+
     def _factory(self, name: str) -> tuple[str, Callable[[], ProviderAdapter]]:
         """The registered spelling of ``name`` and what builds it: its spec's factory, or
-        for ``base:profile`` its profile's."""
+        for ``base:profile`` its profile's (a composite's, when it has one)."""
         known = self._registered(name)
         if known is not None:
+            composite = self._specs[known].composite_factory
+            if composite is not None:
+                return known, lambda: composite(None, self)
             return known, self._specs[known].factory
         base, colon, profile = name.partition(":")
         known = self._registered(base) if colon else None
         if known is None:
             raise ProviderNotFoundError(self._unknown(name))
         base, spec = known, self._specs[known]
+        if profile and spec.composite_factory is not None:
+            composite = spec.composite_factory
+            return f"{base}:{profile}", lambda: composite(profile, self)
         profile_factory = spec.profile_factory
         if profile_factory is None:
             raise ProviderNotFoundError(
@@ -217,6 +242,22 @@ class ProviderRegistry:
             f"Provider {name!r} is not installed.{hint} Available: {', '.join(known)}. "
             "Run `ollm plugins` to see what is installed."
         )
+
+
+def _started(name: str, factory: Callable[[], ProviderAdapter]) -> ProviderAdapter:
+    """What ``factory`` builds; a failure of plugin code as a ``PluginError`` naming ``name``."""
+    try:
+        return factory()
+    except OllmError:
+        raise
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        # Plugin code: not even sys.exit() in a factory may end the program.
+        raise PluginError(
+            f"Provider {name!r} failed to start: {describe_failure(exc)}. "
+            "Run `ollm plugins` to see where it comes from."
+        ) from exc
 
 
 def describe_failure(exc: BaseException) -> str:

@@ -24,8 +24,11 @@ class Conversation:
     ``incomplete``, and every tool call has its result, so the next chat can go on.
     One chat at a time may run on a conversation.
 
-    ``id`` names it (in the conversation log, and for middleware): random unless given
-    (``LogStore.load`` gives the logged conversation's id).
+    ``id`` names it in the conversation log, for middleware, and in every request (``ProviderRequest.conversation_id``): a random
+    32-hex-digit string unless one is given (the conversation log gives its own, so a
+    resumed conversation keeps it). A pool, or a router in front of several servers,
+    keys on it to send each turn to the server that holds the conversation's prompt in
+    its cache.
     """
 
     __slots__ = ("_holder", "_messages", "id")
@@ -33,8 +36,10 @@ class Conversation:
     def __init__(self, messages: Iterable[Message] = (), *, id: str | None = None) -> None:
         self._messages: list[Message] = list(messages)
         self._holder: object = None  # the chat running on it, if any
-        # os.urandom, not uuid or secrets: those cost import time at start-up.
-        self.id = id if id is not None else os.urandom(8).hex()
+        if id is not None and (not isinstance(id, str) or not id):
+            raise TypeError("a conversation's id must be a non-empty string")
+        # os.urandom, not uuid or secrets: both cost more to import than the rest.
+        self.id: str = id if id is not None else os.urandom(16).hex()
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -77,7 +82,7 @@ class Conversation:
         self._messages.clear()
 
     def fork(self) -> Conversation:
-        """An independent copy, to try another path from here."""
+        """An independent copy, to try another path from here (with an ``id`` of its own)."""
         return Conversation(self._messages)
 
     def to_json(self) -> bytes:
@@ -85,9 +90,9 @@ class Conversation:
         return _encoder.encode(self._messages)
 
     @classmethod
-    def from_json(cls, data: bytes | str) -> Conversation:
-        """A conversation saved with ``to_json``."""
-        return cls(_decoder.decode(data))
+    def from_json(cls, data: bytes | str, *, id: str | None = None) -> Conversation:
+        """A conversation saved with ``to_json`` (``id``: the one it had, to keep it)."""
+        return cls(_decoder.decode(data), id=id)
 
     def _replace(self, index: int, message: Message) -> None:
         # The chat that holds it puts a reply's calls as they finally ran in its place.

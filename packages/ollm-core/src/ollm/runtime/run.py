@@ -444,6 +444,7 @@ class ChatRun:
             think=settings.think,
             abort=self.abort,
             tool_call_deltas=settings.tool_call_deltas,
+            conversation_id=self.conversation.id,
         )
 
     async def _next_request(self, number: int) -> ProviderRequest:

@@ -55,6 +55,9 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
     ``completion_tokens`` counts every token the model wrote, its reasoning included;
     ``reasoning_tokens`` says how many of them were reasoning, and ``cached_tokens``
     how many prompt tokens came from the provider's cache, when it reports them.
+    ``attempts`` is how many requests a provider that tries several servers (a pool)
+    sent for the reply, the one that answered included; ``None`` from a provider that
+    sends one.
     """
 
     prompt_tokens: int = 0
@@ -66,6 +69,7 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
     eval_duration_ns: int | None = None
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
+    attempts: int | None = None
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -80,6 +84,7 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
             eval_duration_ns=_add(self.eval_duration_ns, other.eval_duration_ns),
             reasoning_tokens=_add(self.reasoning_tokens, other.reasoning_tokens),
             cached_tokens=_add(self.cached_tokens, other.cached_tokens),
+            attempts=_add(self.attempts, other.attempts),
         )
 
 
@@ -142,7 +147,7 @@ class NoticeEvent(_Event, frozen=True, tag="notice"):
     """Something worth telling the user that is not an error.
 
     ``kind`` is a stable short word: ``loading_model``, ``strategy``, ``retry``,
-    ``info``.
+    ``failover`` (a pool moved the request to another server), ``info``.
     """
 
     type: ClassVar[Literal["notice"]] = "notice"
@@ -152,12 +157,18 @@ class NoticeEvent(_Event, frozen=True, tag="notice"):
 
 
 class ErrorEvent(_Event, frozen=True, tag="error"):
-    """Something failed. ``code`` is one of the stable codes of ``ollm.errors``."""
+    """Something failed. ``code`` is one of the stable codes of ``ollm.errors``.
+
+    ``retry_after`` is the wait in seconds a server asked for before it is tried again
+    (a ``RATE_LIMITED`` answer's ``Retry-After``), when it said one: a pool tries
+    another server meanwhile.
+    """
 
     type: ClassVar[Literal["error"]] = "error"
 
     message: str
     code: str
+    retry_after: float | None = None
 
 
 class FinishEvent(_Event, frozen=True, tag="finish"):

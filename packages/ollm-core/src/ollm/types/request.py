@@ -69,6 +69,12 @@ class ProviderRequest(msgspec.Struct, frozen=True, omit_defaults=True):
     ``abort`` fires. ``tool_call_deltas`` asks a provider whose server streams tool
     calls' arguments to yield a ``ToolCallDeltaEvent`` for each piece (the whole call
     follows as usual); others ignore it.
+
+    ``conversation_id`` names the conversation the request belongs to (the runtime
+    fills it with ``Conversation.id``; ``None`` for a request made by hand): the same
+    for every turn of one conversation, so that a pool of servers, or a router in front
+    of them, can send the turns to the server whose prompt cache holds its beginning.
+    A provider sends it only when asked (``affinity_header``).
     """
 
     model: str
@@ -81,3 +87,4 @@ class ProviderRequest(msgspec.Struct, frozen=True, omit_defaults=True):
     think: bool | str | None = None
     abort: AbortSignal | None = None
     tool_call_deltas: bool = False
+    conversation_id: str | None = None

@@ -3,8 +3,8 @@ toolsets, middleware."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -14,6 +14,7 @@ from ollm.types.strategy import ToolStrategy
 
 if TYPE_CHECKING:
     # The tools layer sits above this one; the annotation is all that is needed here.
+    from ollm.registries.providers import ProviderRegistry
     from ollm.tools.toolset import Toolset
 
 __all__ = [
@@ -42,6 +43,18 @@ class ProviderSpec(msgspec.Struct, frozen=True):
     ``-p openai:vllm`` (or ``provider="openai:vllm"``) calls
     ``profile_factory("vllm")``. It should raise an ``OllmError`` naming the known
     profiles when there is no such one.
+
+    ``settings_factory`` (optional) builds the provider from a table of settings, as
+    a configuration file gives them: ``{"host": "http://gpu-a:11434", "timeout":
+    600}`` (the keyword arguments of the provider's constructor, and ``profile`` for a
+    ``NAME:PROFILE``). ``ProviderRegistry.build`` calls it, for a pool's members. It
+    should raise an ``OllmError`` naming the settings it takes when given another.
+
+    ``composite_factory`` (optional) is for a provider made of other providers (a pool):
+    ``composite_factory(profile, registry)`` builds it for ``NAME`` (``profile`` is
+    ``None``) and ``NAME:PROFILE``, with the registry to build its members from
+    (``registry.build(...)``). When set, it is used instead of ``factory`` and
+    ``profile_factory``.
     """
 
     name: str
@@ -49,6 +62,8 @@ class ProviderSpec(msgspec.Struct, frozen=True):
     description: str = ""
     default: bool = False
     profile_factory: Callable[[str], ProviderAdapter] | None = None
+    settings_factory: Callable[[Mapping[str, Any]], ProviderAdapter] | None = None
+    composite_factory: Callable[[str | None, ProviderRegistry], ProviderAdapter] | None = None
 
 
 class TokenCounterSpec(msgspec.Struct, frozen=True):
