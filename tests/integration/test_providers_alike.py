@@ -19,7 +19,7 @@ import pytest
 
 import ollm
 from ollm_gemini import GeminiProvider
-from ollm_http import HTTPProvider, RetryPolicy
+from ollm_http import NO_RETRY, HTTPProvider, RetryPolicy
 from ollm_ollama import OllamaProvider
 from ollm_openai import OpenAIProvider
 
@@ -190,6 +190,14 @@ async def test_a_wait_longer_than_the_policy_allows_gives_up_at_once(name: str) 
     assert (found, len(server.chats)) == ("RATE_LIMITED", 1)
 
 
+async def test_the_wait_a_server_asks_for_reaches_the_error_event(name: str) -> None:
+    # With its retries off (a pool owns them), the provider says how long to wait.
+    server = Server(name, then=refusal(name, 429, "slow down", **{"Retry-After": "7"}))
+    events = await events_of(build(name, server, retry=NO_RETRY))
+    (error,) = [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert (error.code, error.retry_after, len(server.chats)) == ("RATE_LIMITED", 7.0, 1)
+
+
 @pytest.mark.parametrize("status", [400, 401, 404, 422])
 async def test_a_refusal_is_never_tried_again(name: str, status: int) -> None:
     server = Server(name, then=refusal(name, status, "no"))
@@ -253,3 +261,32 @@ async def test_embed_of_one_string_is_refused_in_the_same_words(name: str) -> No
     with pytest.raises(ollm.InvalidRequestError) as caught:
         await provider.embed(MODEL, "one string")  # type: ignore[attr-defined]
     assert "takes a list of texts, not one string" in caught.value.message
+
+
+# -- built from a table of settings (a pool member's), through the registry -------------
+
+
+def test_each_provider_is_built_from_a_table_of_settings_by_its_plugin(name: str) -> None:
+    registries = ollm.discover(plugins=[_plugin(name)], entry_points=[])
+    url = {"ollama": "host", "openai": "base_url", "gemini": "base_url"}[name]
+    built = registries.providers.build(name, {url: "http://10.0.0.7:8000", "timeout": 42})
+    assert isinstance(built, HTTPProvider)
+    assert built.url.startswith("http://10.0.0.7:8000")
+    assert built.http.config.timeouts.read == 42
+
+
+def test_a_setting_a_provider_does_not_have_is_refused_naming_those_it_has(name: str) -> None:
+    registries = ollm.discover(plugins=[_plugin(name)], entry_points=[])
+    with pytest.raises(ollm.InvalidRequestError) as caught:
+        registries.providers.build(name, {"hots": "x", "transport": "y"})
+    message = caught.value.message
+    assert message.startswith(f"The {name} provider has no setting 'hots', 'transport'. ")
+    assert "timeout, connect_timeout" in message
+    assert "environ" not in message
+    assert "retry" not in message.replace("retry_", "")
+
+
+def _plugin(name: str) -> Any:
+    import importlib
+
+    return importlib.import_module(f"ollm_{name}.plugin")

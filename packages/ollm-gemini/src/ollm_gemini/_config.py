@@ -90,6 +90,7 @@ class GeminiConfig(ServerSettings):
         connect_timeout: float | None = None,
         http: str | None = None,
         verify: bool | str | None = None,
+        affinity_header: str | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> GeminiConfig:
         """Each setting from its argument, else its variable, else the default.
@@ -111,6 +112,7 @@ class GeminiConfig(ServerSettings):
             "timeout": timeout,
             "connect_timeout": connect_timeout,
             "http": http,
+            "affinity_header": affinity_header,
         }
         server = ServerSettings.read(url, SETUP, env, verify=verify, headers=headers, **given)
         version = (api_version or env.get(ENV_API_VERSION) or DEFAULT_API_VERSION).strip("/ ")

@@ -82,7 +82,8 @@ class GeminiProvider(HTTPProvider):
     (``v1beta``), ``OLLM_GEMINI_MODEL`` (the default model, ``gemini-2.5-flash``),
     ``OLLM_GEMINI_TIMEOUT`` (seconds to wait for the next bytes, 600) and
     ``OLLM_GEMINI_CONNECT_TIMEOUT`` (10). The key travels in the ``x-goog-api-key``
-    header, never in a URL.
+    header, never in a URL. ``affinity_header`` (or ``OLLM_GEMINI_AFFINITY_HEADER``)
+    names a header that carries each chat's conversation id, for a gateway in front.
 
     Streaming chat with function calling (several calls per reply, their thought
     signatures kept for the next request), thinking (``think=True`` shows the model's
@@ -112,6 +113,7 @@ class GeminiProvider(HTTPProvider):
         connect_timeout: float | None = None,
         http: str | None = None,
         verify: bool | str | None = None,
+        affinity_header: str | None = None,
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         environ: Mapping[str, str] | None = None,
@@ -126,6 +128,7 @@ class GeminiProvider(HTTPProvider):
             connect_timeout=connect_timeout,
             http=http,
             verify=verify,
+            affinity_header=affinity_header,
             environ=os.environ if environ is None else environ,
         )
         config = self.config

@@ -6,7 +6,8 @@ imports the provider (and httpx) the first time it is used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import ollm
 from ollm.types import ProviderSpec
@@ -14,7 +15,7 @@ from ollm.types import ProviderSpec
 if TYPE_CHECKING:
     from ollm_gemini._provider import GeminiProvider
 
-__all__ = ["build_provider", "ollm_providers"]
+__all__ = ["build_configured", "build_provider", "ollm_providers"]
 
 
 def build_provider() -> GeminiProvider:
@@ -22,6 +23,13 @@ def build_provider() -> GeminiProvider:
     from ollm_gemini._provider import GeminiProvider
 
     return GeminiProvider()
+
+
+def build_configured(settings: Mapping[str, Any]) -> GeminiProvider:
+    """A ``GeminiProvider`` from a table of settings (a pool member's: ``api_key``...)."""
+    from ollm_gemini._provider import GeminiProvider
+
+    return GeminiProvider.from_settings(settings)
 
 
 @ollm.hookimpl
@@ -32,5 +40,6 @@ def ollm_providers() -> list[ProviderSpec]:
             "gemini",
             build_provider,
             "Google Gemini API: GEMINI_API_KEY (default model gemini-2.5-flash)",
+            settings_factory=build_configured,
         )
     ]

@@ -14,8 +14,9 @@
   for anything else), ``abort_shuts_socket``, ``drain``, ``close_response`` and
   ``failure_event``: a streamed reply read on the hot path, stopped at once by an abort,
   ended cleanly, or ended with the right event when it fails; ``check_health``.
-- ``check_base_url``, ``seconds_setting`` and ``is_loopback``: a provider's address and
-  timeouts read from its settings, with messages that name the setting;
+- ``check_base_url``, ``seconds_setting``, ``affinity_setting`` and ``is_loopback``: a
+  provider's address, timeouts and affinity header read from its settings, with
+  messages that name the setting;
   ``option_number``, ``stop_sequences`` and ``encode_body``: a request's options checked
   and its body encoded, failing with ``InvalidRequestError``.
 - ``RetryPolicy``, ``with_retries`` and ``retry_after_seconds`` for servers that say
@@ -55,6 +56,7 @@ from ollm_http._settings import (
     ServerSettings,
     ServerSetup,
     Stack,
+    affinity_setting,
     check_base_url,
     credentials_header,
     display_url,
@@ -103,6 +105,7 @@ __all__ = [
     "Timeouts",
     "__version__",
     "abort_shuts_socket",
+    "affinity_setting",
     "body_reader",
     "check_base_url",
     "check_header",

@@ -116,6 +116,9 @@ class HTTPConfig:
     to another server, and ``repr()`` hides their values (and the URL's credentials).
     ``follow_redirects`` follows at most ``MAX_REDIRECTS`` redirects; one to another
     server is followed only by a GET or HEAD (see the README's redirect rules).
+    ``affinity_header`` names the header that carries a streamed request's affinity
+    key (its conversation's id), for a router in front of several servers; ``None``
+    (the default) sends none.
     """
 
     base_url: str
@@ -127,6 +130,7 @@ class HTTPConfig:
     follow_redirects: bool = True
     context: ErrorContext = field(default_factory=ErrorContext)
     secret_headers: Collection[str] = ()
+    affinity_header: str | None = None
 
     def __post_init__(self) -> None:
         for name, value in self.headers.items():
@@ -145,7 +149,8 @@ class HTTPConfig:
             f"HTTPConfig(base_url={without_userinfo(self.base_url)!r}, headers={headers!r}, "
             f"timeouts={self.timeouts!r}, limits={self.limits!r}, verify={self.verify!r}, "
             f"trust_env={self.trust_env!r}, follow_redirects={self.follow_redirects!r}, "
-            f"context={self.context!r}, secret_headers={tuple(self.secret_headers)!r})"
+            f"context={self.context!r}, secret_headers={tuple(self.secret_headers)!r}, "
+            f"affinity_header={self.affinity_header!r})"
         )
 
 

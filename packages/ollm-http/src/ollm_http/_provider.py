@@ -51,7 +51,14 @@ import anyio
 import httpx
 import msgspec
 
-from ollm.errors import BadResponseError, ErrorCode, ModelNotFoundError, OllmError, ProviderError
+from ollm.errors import (
+    BadResponseError,
+    ErrorCode,
+    InvalidRequestError,
+    ModelNotFoundError,
+    OllmError,
+    ProviderError,
+)
 from ollm.kit import excerpt
 from ollm.types import AbortSignal, ErrorEvent, FinishEvent, ProviderEvent
 from ollm_http._client import HTTPClient, Reply
@@ -77,6 +84,8 @@ _STREAM_HEADERS: dict[Framing, dict[str, str]] = {
 _SHOWN_MODELS = 12
 # Refusals that an ``adjust`` may fix by changing the request, at most this many times.
 _ADJUSTMENTS = 3
+# Arguments of a provider's constructor that a table of settings cannot give.
+_NOT_SETTINGS = frozenset({"self", "transport", "retry", "environ"})
 
 Adjust = Callable[[int, bytes], bool]
 """Looks at a refusal (status, body) and changes what ``build`` makes; True to send again."""
@@ -131,6 +140,31 @@ class HTTPProvider:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(url={display_url(self.url)!r})"
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> Self:
+        """The provider built from a table of settings (a pool member's, in a file).
+
+        Each key is a keyword argument of the constructor (``host``, ``base_url``,
+        ``timeout``...); one that is not, or that a file cannot give (``transport``,
+        ``retry``, ``environ``), is an ``InvalidRequestError`` naming those it takes. A
+        plugin's ``ProviderSpec(settings_factory=...)`` calls it.
+        """
+        import inspect
+
+        taken = [
+            name
+            for name, parameter in inspect.signature(cls.__init__).parameters.items()
+            if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+            and name not in _NOT_SETTINGS
+        ]
+        unknown = sorted(set(settings) - set(taken))
+        if unknown:
+            raise InvalidRequestError(
+                f"The {cls.name} provider has no setting {', '.join(map(repr, unknown))}. "
+                f"Its settings: {', '.join(taken)}."
+            )
+        return cls(**settings)
 
     # -- the hooks ---------------------------------------------------------------------
 
@@ -273,10 +307,19 @@ class HTTPProvider:
             ) from None
 
     def stream(
-        self, framing: Framing, *, model: str | None = None, abort: AbortSignal | None = None
+        self,
+        framing: Framing,
+        *,
+        model: str | None = None,
+        abort: AbortSignal | None = None,
+        affinity: str | None = None,
     ) -> FrameStream:
-        """The ``FrameStream`` for one streamed reply (about ``model``, stopped by ``abort``)."""
-        return FrameStream(self, framing, model=model, abort=abort)
+        """The ``FrameStream`` for one streamed reply (about ``model``, stopped by ``abort``).
+
+        ``affinity`` is the request's affinity key (``request.conversation_id``): it goes
+        in the configured ``affinity_header``, when there is one.
+        """
+        return FrameStream(self, framing, model=model, abort=abort, affinity=affinity)
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -335,6 +378,7 @@ class FrameStream:
     __slots__ = (
         "_finished",
         "_framing",
+        "_headers",
         "_splitter",
         "_timeouts",
         "_unwatch",
@@ -353,9 +397,14 @@ class FrameStream:
         *,
         model: str | None = None,
         abort: AbortSignal | None = None,
+        affinity: str | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
+        self._headers = _STREAM_HEADERS[framing]
+        header = provider.http.config.affinity_header
+        if header is not None and affinity:
+            self._headers = {**self._headers, header: _header_value(affinity)}
         self.abort = abort if abort is not None else AbortSignal()
         self._timeouts: Timeouts | None = None
         self.reply: Reply | None = None
@@ -394,7 +443,7 @@ class FrameStream:
                 json=json,
                 build=build,
                 model=self.model,
-                headers=_STREAM_HEADERS[self._framing],
+                headers=self._headers,
                 timeouts=timeouts,
                 adjust=adjust,
             )
@@ -483,6 +532,16 @@ class FrameStream:
         if self._finished and not self.abort.aborted:
             await drain(_raising(self.reads))
         await reply.aclose()
+
+
+def _header_value(key: str) -> str:
+    """``key`` as a header value: itself when it is printable ASCII (a conversation id
+    is), else a digest of it, since no header can carry the rest."""
+    if key.isascii() and key.isprintable():
+        return key
+    import hashlib
+
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 async def _nothing() -> bytes | None:

@@ -22,6 +22,7 @@ __all__ = [
     "ServerSettings",
     "ServerSetup",
     "Stack",
+    "affinity_setting",
     "check_base_url",
     "credentials_header",
     "display_url",
@@ -62,7 +63,9 @@ class ServerSettings:
     ``HTTPConfig`` of its ``HTTPProvider``. ``base_url`` holds no credentials (a
     ``user:secret@`` in the setting becomes ``credentials``, a Basic ``Authorization``);
     the credentials and ``headers`` (the user's own, which may carry keys: they are
-    treated as secret) are never in the ``repr``.
+    treated as secret) are never in the ``repr``. ``affinity_header`` names a header
+    that carries each chat request's conversation id (``x-session-id``...), for a router
+    that keeps a conversation on one server; ``None`` (the default) sends none.
     """
 
     base_url: str
@@ -72,6 +75,7 @@ class ServerSettings:
     verify: bool | str = True
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     credentials: str | None = field(default=None, repr=False)
+    affinity_header: str | None = None
 
     @staticmethod
     def read(
@@ -84,11 +88,12 @@ class ServerSettings:
         http: object = None,
         verify: bool | str | None = None,
         headers: Mapping[str, str] | None = None,
+        affinity_header: object = None,
     ) -> ServerSettings:
-        """Each setting from its argument, else ``PREFIX_TIMEOUT``, ``PREFIX_CONNECT_TIMEOUT``
-        and ``PREFIX_HTTP`` in ``environ`` (``setup`` names the prefix), else ``setup``'s
-        defaults; every bad value refused in the same words (``check_base_url``,
-        ``seconds_setting``, ``stack_setting``)."""
+        """Each setting from its argument, else ``PREFIX_TIMEOUT``, ``PREFIX_CONNECT_TIMEOUT``,
+        ``PREFIX_HTTP`` and ``PREFIX_AFFINITY_HEADER`` in ``environ`` (``setup`` names the
+        prefix), else ``setup``'s defaults; every bad value refused in the same words
+        (``check_base_url``, ``seconds_setting``, ``stack_setting``, ``affinity_setting``)."""
         if setup.check_url:
             url = check_base_url(url, setup.url_setting, setup.example)
         prefix = setup.prefix
@@ -108,6 +113,11 @@ class ServerSettings:
             http=stack_setting(http, environ.get(f"{prefix}_HTTP"), f"{prefix}_HTTP"),
             verify=True if verify is None else verify,
             headers=dict(headers or {}),
+            affinity_header=affinity_setting(
+                affinity_header,
+                environ.get(f"{prefix}_AFFINITY_HEADER"),
+                f"{prefix}_AFFINITY_HEADER",
+            ),
         )
 
     def settings(self) -> dict[str, Any]:
@@ -143,6 +153,7 @@ class ServerSettings:
             trust_env=not self.loopback,
             context=context,
             secret_headers=tuple(self.headers),
+            affinity_header=self.affinity_header,
         )
 
 
@@ -256,6 +267,29 @@ def stack_setting(argument: object, text: str | None, variable: str) -> Stack:
         f"{where} is {value!r}; use 'builtin' (ollm's own HTTP/1.1 transport, the fast "
         "default) or 'httpx' (httpx's own stack)."
     )
+
+
+# A header's name is an HTTP token (RFC 9110, 5.6.2).
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def affinity_setting(argument: object, text: str | None, variable: str) -> str | None:
+    """The name of the header that carries a request's affinity key: the
+    ``affinity_header`` argument, else the variable's ``text``, else ``None`` (no header);
+    ``InvalidRequestError`` naming where a name that no header can have came from."""
+    if argument is not None:
+        where, value = "the affinity_header argument", argument
+    elif text is not None and text.strip():
+        where, value = variable, text
+    else:
+        return None
+    name = value.strip() if isinstance(value, str) else value
+    if not isinstance(name, str) or not name or not _TOKEN.issuperset(name):
+        raise InvalidRequestError(
+            f"{where} is {value!r}, which is not the name of an HTTP header. Use letters, "
+            "digits and '-', for example x-session-id."
+        )
+    return name
 
 
 def secret_setting(value: str | None, setting: str) -> str | None:

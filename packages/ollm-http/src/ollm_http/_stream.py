@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 import anyio
 import httpx
 
-from ollm.errors import ErrorCode, OllmError
+from ollm.errors import ErrorCode, OllmError, RateLimitedError
 from ollm.types import AbortSignal, ErrorEvent, FinishEvent, HealthStatus, ProviderEvent
 from ollm_http._body import BodyRead, body_reader
 
@@ -106,7 +106,8 @@ def failure_event(
     """The event that ends a provider's stream which raised ``exc``.
 
     A cancellation when the abort fired (its shut socket is what made the read fail);
-    else the ``OllmError`` itself, httpx's failure mapped by ``connection_error``, or
+    else the ``OllmError`` itself (a rate limit's ``retry_after`` kept), httpx's failure
+    mapped by ``connection_error``, or
     for anything else a ``PROVIDER_ERROR`` saying ``reading`` failed, logged with its
     traceback, and asking to ``report`` it. Call it from the ``except`` block.
     """
@@ -122,6 +123,8 @@ def failure_event(
             f"{reading} failed: {type(exc).__name__}: {exc}. Please report this with {report}.",
             ErrorCode.PROVIDER_ERROR,
         )
+    if isinstance(error, RateLimitedError) and error.retry_after is not None:
+        return ErrorEvent(error.message, error.code, retry_after=error.retry_after)
     return ErrorEvent(error.message, error.code)
 
 

@@ -57,7 +57,9 @@ async def stream_chat(
 ) -> AsyncIterator[ProviderEvent]:
     """The events of one reply: ends with one ``FinishEvent``, or an ``ErrorEvent``."""
     model = request.model
-    stream = provider.stream("ndjson", model=model, abort=request.abort)
+    stream = provider.stream(
+        "ndjson", model=model, abort=request.abort, affinity=request.conversation_id
+    )
     try:
         try:
             notice = await provider._loading_notice(model, stream.abort)

@@ -229,6 +229,7 @@ class OllamaConfig(ServerSettings):
         keep_alive: KeepAlive | None = None,
         headers: Mapping[str, str] | None = None,
         http: str | None = None,
+        affinity_header: str | None = None,
         environ: Mapping[str, str],
     ) -> OllamaConfig:
         """Explicit arguments, then ``environ``, then the defaults."""
@@ -240,6 +241,7 @@ class OllamaConfig(ServerSettings):
             "timeout": timeout,
             "connect_timeout": connect_timeout,
             "http": http,
+            "affinity_header": affinity_header,
         }
         server = ServerSettings.read(parse_host(host, source=source), SETUP, environ, **given)
         settings = server.settings()

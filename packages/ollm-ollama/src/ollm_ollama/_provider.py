@@ -90,8 +90,11 @@ class OllamaProvider(HTTPProvider):
     what carries the requests to an ``http://`` server with no proxy in the way:
     ``"builtin"`` (the default; ollm's own HTTP/1.1 transport, several times faster on
     a stream) or ``"httpx"`` (httpx's own stack, which ``https://`` and proxied servers
-    always use); ``OLLM_OLLAMA_HTTP`` sets it too. ``transport`` replaces the network
-    (an ``httpx`` transport, for tests and benchmarks).
+    always use); ``OLLM_OLLAMA_HTTP`` sets it too. ``affinity_header`` (or
+    ``OLLM_OLLAMA_AFFINITY_HEADER``) names a header that carries each chat's
+    conversation id, for a proxy that keeps a conversation on one host.
+    ``transport`` replaces the network (an ``httpx`` transport, for tests and
+    benchmarks).
 
     The provider keeps one connection pool, opened on first use; close it with
     ``await provider.aclose()`` or ``async with OllamaProvider() as provider``.
@@ -113,6 +116,7 @@ class OllamaProvider(HTTPProvider):
         transport: httpx.AsyncBaseTransport | None = None,
         http: str | None = None,
         retry: RetryPolicy | None = None,
+        affinity_header: str | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.config = OllamaConfig.resolve(
@@ -122,6 +126,7 @@ class OllamaProvider(HTTPProvider):
             keep_alive=keep_alive,
             headers=headers,
             http=http,
+            affinity_header=affinity_header,
             environ=os.environ if environ is None else environ,
         )
         config = self.config

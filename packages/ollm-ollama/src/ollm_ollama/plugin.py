@@ -6,7 +6,8 @@ imports the provider (and httpx) the first time the provider is used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import ollm
 from ollm.types import ProviderSpec
@@ -14,7 +15,7 @@ from ollm.types import ProviderSpec
 if TYPE_CHECKING:
     from ollm_ollama._provider import OllamaProvider
 
-__all__ = ["build_provider", "ollm_providers"]
+__all__ = ["build_configured", "build_provider", "ollm_providers"]
 
 
 def build_provider() -> OllamaProvider:
@@ -24,11 +25,22 @@ def build_provider() -> OllamaProvider:
     return OllamaProvider()
 
 
+def build_configured(settings: Mapping[str, Any]) -> OllamaProvider:
+    """An ``OllamaProvider`` from a table of settings (a pool member's: ``host``...)."""
+    from ollm_ollama._provider import OllamaProvider
+
+    return OllamaProvider.from_settings(settings)
+
+
 @ollm.hookimpl
 def ollm_providers() -> list[ProviderSpec]:
     """The ``ollama`` provider, the default one when it is installed."""
     return [
         ProviderSpec(
-            "ollama", build_provider, "Ollama on this machine or OLLAMA_HOST", default=True
+            "ollama",
+            build_provider,
+            "Ollama on this machine or OLLAMA_HOST",
+            default=True,
+            settings_factory=build_configured,
         )
     ]

@@ -138,7 +138,9 @@ async def stream_chat(
 ) -> AsyncIterator[ProviderEvent]:
     """The events of one reply: ends with one ``FinishEvent``, or an ``ErrorEvent``."""
     streaming = provider.config.stream
-    stream = provider.stream("sse", model=request.model, abort=request.abort)
+    stream = provider.stream(
+        "sse", model=request.model, abort=request.abort, affinity=request.conversation_id
+    )
     state = _Reply(request.tool_call_deltas)
     done = False
     try:

@@ -73,6 +73,7 @@ _PASSED_ON = frozenset(
         "max_tokens_field",
         "stream_usage",
         "stream",
+        "affinity_user",
     }
 )
 
@@ -98,6 +99,8 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     stream: bool | None = None
     verify: bool | str | None = None
     http: str | None = None
+    affinity_header: str | None = None
+    affinity_user: bool | None = None
     description: str | None = None
 
 
@@ -118,7 +121,9 @@ class OpenAIConfig(ServerSettings):
     ``ServerSettings``, read as every provider reads them. ``api_key_setting`` names
     where the key comes from (or should), for messages. ``official`` is true for
     OpenAI's own API, which refuses parameters that other servers accept (``top_k``,
-    ``chat_template_kwargs``). The key is never in the ``repr``.
+    ``chat_template_kwargs``). ``affinity_user`` sends each chat's conversation id as
+    the request's ``user`` field (a router, a LiteLLM proxy, keeps one user on one
+    server). The key is never in the ``repr``.
     """
 
     timeout: float = DEFAULT_TIMEOUT
@@ -135,6 +140,7 @@ class OpenAIConfig(ServerSettings):
     max_tokens_field: MaxTokensField | None = None
     stream_usage: bool | None = None
     stream: bool = True
+    affinity_user: bool = False
     profile: str | None = None
 
     @property
@@ -168,6 +174,7 @@ class OpenAIConfig(ServerSettings):
         connect_timeout: float | None = None,
         profile: str | None = None,
         http: str | None = None,
+        affinity_header: str | None = None,
         environ: Mapping[str, str] | None = None,
         **overrides: Any,
     ) -> OpenAIConfig:
@@ -214,6 +221,9 @@ class OpenAIConfig(ServerSettings):
                 connect_timeout if connect_timeout is not None else chosen.connect_timeout
             ),
             "http": http if http is not None else chosen.http,
+            "affinity_header": (
+                affinity_header if affinity_header is not None else chosen.affinity_header
+            ),
             "verify": chosen.verify if overrides.get("verify") is None else overrides["verify"],
         }
         setup = SETUP if profile is None else replace(SETUP, url_setting=f"profile {profile!r}")

@@ -206,6 +206,8 @@ def build_body(
     elif think is False and not config.official:
         # vLLM and SGLang pass this to the chat template (Qwen3, DeepSeek R1 distills...).
         body.setdefault("chat_template_kwargs", {"enable_thinking": False})
+    if config.affinity_user and request.conversation_id:
+        body["user"] = request.conversation_id
     return body
 
 

@@ -106,7 +106,10 @@ class OpenAIProvider(HTTPProvider):
     know; the context window is read from the model list where the server gives it
     (vLLM's ``max_model_len``), and a server that refuses tools makes the runtime
     switch to ReAct on its own. ``stream=False`` asks for whole replies (for a proxy
-    that buffers streams). ``retry`` bounds the waiting on HTTP 429.
+    that buffers streams). ``retry`` bounds the waiting on HTTP 429. For a router in
+    front of several servers, ``affinity_header`` (``x-session-id``...) and
+    ``affinity_user=True`` send each chat's conversation id in that header and as the
+    ``user`` field.
 
     The provider keeps one connection pool, opened on first use; close it with
     ``await provider.aclose()`` or ``async with OpenAIProvider(...) as provider``.
@@ -138,6 +141,8 @@ class OpenAIProvider(HTTPProvider):
         stream: bool | None = None,
         verify: bool | str | None = None,
         http: str | None = None,
+        affinity_header: str | None = None,
+        affinity_user: bool | None = None,
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         environ: Mapping[str, str] | None = None,
@@ -153,6 +158,7 @@ class OpenAIProvider(HTTPProvider):
             connect_timeout=connect_timeout,
             profile=profile,
             http=http,
+            affinity_header=affinity_header,
             environ=os.environ if environ is None else environ,
             tools=tools,
             vision=vision,
@@ -162,6 +168,7 @@ class OpenAIProvider(HTTPProvider):
             stream_usage=stream_usage,
             stream=stream,
             verify=verify,
+            affinity_user=affinity_user,
         )
         config = self.config
         self.name = config.provider_name

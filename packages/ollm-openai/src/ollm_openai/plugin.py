@@ -7,7 +7,8 @@ profile (``-p openai:vllm``) is read from the profiles file only then.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import ollm
 from ollm.types import ProviderSpec
@@ -15,7 +16,7 @@ from ollm.types import ProviderSpec
 if TYPE_CHECKING:
     from ollm_openai._provider import OpenAIProvider
 
-__all__ = ["build_profile", "build_provider", "ollm_providers"]
+__all__ = ["build_configured", "build_profile", "build_provider", "ollm_providers"]
 
 
 def build_provider() -> OpenAIProvider:
@@ -32,6 +33,14 @@ def build_profile(profile: str) -> OpenAIProvider:
     return OpenAIProvider(profile=profile)
 
 
+def build_configured(settings: Mapping[str, Any]) -> OpenAIProvider:
+    """An ``OpenAIProvider`` from a table of settings (a pool member's: ``base_url``,
+    ``profile``...)."""
+    from ollm_openai._provider import OpenAIProvider
+
+    return OpenAIProvider.from_settings(settings)
+
+
 @ollm.hookimpl
 def ollm_providers() -> list[ProviderSpec]:
     """The ``openai`` provider, and ``openai:NAME`` for each profile."""
@@ -41,5 +50,6 @@ def ollm_providers() -> list[ProviderSpec]:
             build_provider,
             "OpenAI-compatible servers: OPENAI_BASE_URL, or -p openai:PROFILE",
             profile_factory=build_profile,
+            settings_factory=build_configured,
         )
     ]
