@@ -48,8 +48,8 @@ def dispatch(server: FakeOllamaServer, exchange: Exchange) -> None:
     request, response = exchange.request, exchange.response
     failure = server.failure_for(request.path)
     if failure is not None:
-        status, body = failure
-        response.send(status, body, JSON if body else None)
+        status, body, headers = failure
+        response.send(status, body, JSON if body else None, headers)
         return
     if server.check_host and not allowed_host(request.headers.get("host", "")):
         response.send(403, b"")

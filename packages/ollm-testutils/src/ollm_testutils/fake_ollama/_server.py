@@ -25,13 +25,21 @@ ReplyFunction = Callable[[dict[str, Any]], "OllamaReply | str | None"]
 
 
 class _Failure:
-    __slots__ = ("body", "path", "remaining", "status")
+    __slots__ = ("body", "headers", "path", "remaining", "status")
 
-    def __init__(self, status: int, body: bytes, path: str | None, times: int | None) -> None:
+    def __init__(
+        self,
+        status: int,
+        body: bytes,
+        path: str | None,
+        times: int | None,
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         self.status = status
         self.body = body
         self.path = path
         self.remaining = times
+        self.headers = headers
 
 
 class FakeOllamaServer(FakeServer):
@@ -116,16 +124,19 @@ class FakeOllamaServer(FakeServer):
         *,
         path: str | None = None,
         times: int | None = None,
+        retry_after: float | None = None,
     ) -> FakeOllamaServer:
         """Answer ``status`` (with ``{"error": error}``, or an empty body) to every request.
 
-        ``path`` limits it to one route; ``times`` to that many requests.
+        ``path`` limits it to one route; ``times`` to that many requests;
+        ``retry_after`` adds a ``Retry-After`` header of that many seconds.
         ``fail(503, "server busy...")`` plays an overloaded server; ``fail(403)`` a
         proxy that the host guard rejects.
         """
         body = b"" if error is None else go_json({"error": error})
+        headers = () if retry_after is None else (("Retry-After", f"{retry_after:g}"),)
         with self._lock:
-            self._failures.append(_Failure(status, body, path, times))
+            self._failures.append(_Failure(status, body, path, times, headers))
         return self
 
     def clear_failures(self) -> None:
@@ -230,8 +241,8 @@ class FakeOllamaServer(FakeServer):
 
     # -- serving ----------------------------------------------------------------------
 
-    def failure_for(self, path: str) -> tuple[int, bytes] | None:
-        """The status and body a ``fail()`` asks for on ``path``, if any (counts it)."""
+    def failure_for(self, path: str) -> tuple[int, bytes, tuple[tuple[str, str], ...]] | None:
+        """The status, body and headers a ``fail()`` asks for on ``path``, if any (counts it)."""
         with self._lock:
             for failure in self._failures:
                 if failure.path is not None and failure.path != path:
@@ -240,7 +251,7 @@ class FakeOllamaServer(FakeServer):
                     if failure.remaining <= 0:
                         continue
                     failure.remaining -= 1
-                return failure.status, failure.body
+                return failure.status, failure.body, failure.headers
         return None
 
     def _handle(self, request: HttpRequest, response: Response, connection: Connection) -> None:
