@@ -10,8 +10,9 @@ plugins have; none of them imports a private ``ollm._*`` module (a test checks i
 - ``quote`` and ``excerpt``: a server's words, shortened and safe, for an error message.
 - ``check_toolset_name`` and ``valid_tool_name``: names every provider accepts.
 - ``text_list``: the texts of an ``embed()`` call checked the same way everywhere.
-- ``config_path``: a plugin's configuration file in ollm's configuration folder
-  (``~/.config/ollm/openai.toml``), or where a variable points.
+- ``config_path`` and ``named_tables``: a plugin's configuration file in ollm's
+  configuration folder (``~/.config/ollm/openai.toml``), or where a variable points, and
+  its named tables read into typed settings, each mistake an error in words.
 
 The HTTP side of a provider (connections, streams, retries, the mapping of failures to
 ollm's errors) is the ``ollm-http`` distribution: ``ollm_http.HTTPProvider``.
@@ -25,6 +26,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, TypeVar
 
 from ollm._lazy import lazy_exports
 
@@ -40,6 +42,7 @@ __all__ = [
     "excerpt",
     "fallback_count",
     "lazy_exports",
+    "named_tables",
     "new_call_id",
     "quote",
     "request_text",
@@ -57,6 +60,8 @@ _LAZY: dict[str, str] = {
 
 # The longest server message quoted whole in an error message.
 QUOTE_LIMIT = 300
+
+T = TypeVar("T")
 
 
 def new_call_id() -> str:
@@ -118,6 +123,61 @@ def config_path(
     else:
         base = Path(env.get("HOME") or Path.home()) / ".config"
     return base / "ollm" / name
+
+
+def named_tables(
+    path: Path,
+    kind: type[T],
+    *,
+    what: str,
+    item: str,
+    variable: str,
+    shape: str,
+    table: str,
+) -> dict[str, T]:
+    """The tables of the TOML file ``path``, each converted to ``kind`` (a ``msgspec.Struct``)
+    by name; ``{}`` when there is no file.
+
+    Every mistake is an ``InvalidRequestError`` naming the file: one that cannot be read
+    (point ``variable`` elsewhere), that is not TOML (``shape`` says what it should look
+    like), a value that is not a table (``table``, formatted with ``name``, says how to
+    write one), an ``item`` with a wrong or unknown setting (the known ones are listed).
+    ``what`` names the file in messages (``"The pools file"``).
+    """
+    import tomllib
+
+    import msgspec
+
+    from ollm.errors import InvalidRequestError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidRequestError(
+            f"{what} {path} cannot be read ({exc}). Fix it, or point {variable} at another file."
+        ) from None
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidRequestError(f"{what} {path} is not valid TOML ({exc}). {shape}") from None
+    found: dict[str, T] = {}
+    for name, value in data.items():
+        if not isinstance(value, dict):
+            raise InvalidRequestError(
+                f"In {what[:1].lower()}{what[1:]} {path}, {name!r} is not a table. "
+                + table.format(name=name)
+            )
+        try:
+            found[name] = msgspec.convert(value, kind)
+        except msgspec.ValidationError as exc:
+            fields = getattr(kind, "__struct_fields__", ())
+            raise InvalidRequestError(
+                f"The {item} {name!r} in {path} is not valid: {exc}. Known settings: "
+                f"{', '.join(fields)}."
+            ) from None
+    return found
 
 
 def text_list(texts: object, what: str = "embed()") -> list[str]:

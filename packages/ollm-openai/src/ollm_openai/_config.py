@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ollm.errors import InvalidRequestError, ProviderNotFoundError
-from ollm.kit import config_path
+from ollm.kit import config_path, named_tables
 from ollm_http import (
     ServerSettings,
     ServerSetup,
@@ -259,40 +259,16 @@ def profiles_path(environ: Mapping[str, str] | None = None) -> Path:
 
 def load_profiles(environ: Mapping[str, str] | None = None) -> dict[str, Profile]:
     """Every profile in the profiles file (none when there is no file)."""
-    import tomllib
-
-    path = profiles_path(environ)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidRequestError(
-            f"The OpenAI profiles file {path} cannot be read ({exc}). Fix it, or point "
-            f"{ENV_PROFILES} at another file."
-        ) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidRequestError(
-            f"The OpenAI profiles file {path} is not valid TOML ({exc}). Fix it: each profile "
-            'is a table, for example [vllm] with base_url = "http://127.0.0.1:8000/v1".'
-        ) from None
-    profiles: dict[str, Profile] = {}
-    for name, table in data.items():
-        if not isinstance(table, dict):
-            raise InvalidRequestError(
-                f"In the OpenAI profiles file {path}, {name!r} is not a table. Write each "
-                f'profile as [{name}] followed by its settings (base_url = "...").'
-            )
-        try:
-            profiles[name] = msgspec.convert(table, Profile)
-        except msgspec.ValidationError as exc:
-            raise InvalidRequestError(
-                f"The profile {name!r} in {path} is not valid: {exc}. Known settings: "
-                f"{', '.join(Profile.__struct_fields__)}."
-            ) from None
-    return profiles
+    return named_tables(
+        profiles_path(environ),
+        Profile,
+        what="The OpenAI profiles file",
+        item="profile",
+        variable=ENV_PROFILES,
+        shape="Fix it: each profile is a table, for example [vllm] with base_url = "
+        '"http://127.0.0.1:8000/v1".',
+        table='Write each profile as [{name}] followed by its settings (base_url = "...").',
+    )
 
 
 def _profile(name: str, environ: Mapping[str, str]) -> Profile:
