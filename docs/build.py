@@ -30,6 +30,7 @@ _ROOTS = (
     "ollm_openai",
     "ollm_gemini",
     "ollm_llamacpp",
+    "ollm_pool",
     "ollm_react",
     "ollm_mcp",
     "ollm_testutils",

@@ -25,6 +25,7 @@ PLUGINS = (
     "ollm-openai",
     "ollm-gemini",
     "ollm-llamacpp",
+    "ollm-pool",
     "ollm-react",
     "ollm-mcp",
     "ollm-testutils",

@@ -1,0 +1,215 @@
+"""A member that cannot be reached is left alone, then probed once, then used again; when
+every member rests, a request waits for the first to be ready (within the wait limit).
+
+The breakers read a ``ManualClock``: "the backoff is over" is the test moving the clock.
+"""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from pool_helpers import (
+    ManualClock,
+    chat,
+    chats,
+    client,
+    errors,
+    finish,
+    load,
+    notices,
+    ollama,
+    resetting,
+    states,
+    text_of,
+    unload,
+)
+
+from ollm_pool import CircuitBreaker, Member, PoolProvider
+from ollm_testutils import FakeOllamaServer
+
+pytestmark = pytest.mark.anyio
+
+HELLO = "Hello! How can I help you today?"
+
+
+def pool_of(*members: Member, clock: ManualClock, **settings: object) -> PoolProvider:
+    return PoolProvider(list(members), clock=clock, **settings)  # type: ignore[arg-type]
+
+
+async def test_a_dead_member_costs_one_attempt_then_rests_then_one_probe() -> None:
+    clock = ManualClock()
+    with FakeOllamaServer() as a:
+        b = FakeOllamaServer().start()
+        port = b.port
+        load(b)
+        pool = pool_of(Member(ollama(a), name="A"), Member(ollama(b), name="B"), clock=clock)
+        async with pool:
+            chat_client = client(pool)
+            assert text_of(await chat(chat_client)) == HELLO
+            assert states(pool)["B"].attempts == 1  # the model is loaded there
+
+            b.stop()  # B is killed
+            events = await chat(chat_client)
+            assert text_of(events) == HELLO  # from A
+            assert notices(events) == [
+                "B failed (CONNECTION_FAILED: Ollama is not running at "
+                f"http://127.0.0.1:{port}); trying A."
+            ]
+            assert states(pool)["B"].attempts == 2  # one connection attempt
+            assert states(pool)["B"].state == "open"
+            for _ in range(5):  # during the backoff: A alone, not one attempt at B
+                events = await chat(chat_client)
+                assert text_of(events) == HELLO
+                assert notices(events) == []
+            assert states(pool)["B"].attempts == 2
+            assert chats(a) == 6
+
+            with FakeOllamaServer(port=port) as back:  # B is back, the model loaded there
+                load(back)
+                unload(a)
+                # The backoff is over, and so is the pool's reading of what A has loaded.
+                clock.advance(max(states(pool)["B"].retry_in or 0, pool.running_seconds))
+                assert states(pool)["B"].state == "half-open"
+                events = await chat(chat_client)
+                assert text_of(events) == HELLO
+                assert chats(back) == 1 + 1  # the test's load, and the probe
+                assert states(pool)["B"].state == "closed"
+                for _ in range(3):
+                    await chat(chat_client)
+                assert chats(back) == 1 + 4  # B is used again
+                assert chats(a) == 6 + 1  # nothing more than the test's unload
+
+
+async def test_a_reset_connection_opens_the_circuit_after_one_connection() -> None:
+    clock = ManualClock()
+    with FakeOllamaServer() as a, resetting() as b:
+        pool = pool_of(Member(ollama(b.url), name="B"), Member(ollama(a), name="A"), clock=clock)
+        async with pool:
+            chat_client = client(pool)
+            assert text_of(await chat(chat_client)) == HELLO  # from A
+            assert b.accepted == 1  # B was asked once (its loaded models), and reset
+            assert states(pool)["B"].state == "open"
+            for _ in range(4):
+                assert text_of(await chat(chat_client)) == HELLO
+            assert b.accepted == 1  # the backoff: no connection to B at all
+            clock.advance(1.0)
+            events = await chat(chat_client)  # B's probe, reset again: open for 2 s now
+            assert notices(events)[0].startswith("B failed (CONNECTION_FAILED: ")
+            assert text_of(events) == HELLO
+            assert states(pool)["B"].failures == 2
+            assert states(pool)["B"].retry_in == 2.0
+
+
+async def test_when_every_member_rests_a_request_waits_for_the_first_probe() -> None:
+    clock = ManualClock()
+    a = FakeOllamaServer().start()
+    b = FakeOllamaServer().start()
+    ports = a.port, b.port
+    a.stop()
+    b.stop()
+    pool = pool_of(
+        Member(ollama(a), name="A"), Member(ollama(b), name="B"), clock=clock, backoff=2.0
+    )
+    async with pool:
+        # Both are down (the request finds them so before it sends anything): it waits
+        # for the first circuit to half-open instead of failing at once.
+        events: list[object] = []
+
+        async def ask() -> None:
+            events.extend(await chat(client(pool)))
+
+        servers: list[FakeOllamaServer] = []
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(ask)
+                assert await clock.sleeping() == 2.0
+                assert {s.state for s in states(pool).values()} == {"open"}
+                servers += [FakeOllamaServer(port=port).start() for port in ports]  # back
+                clock.advance(2.0)
+        finally:
+            for server in servers:
+                server.stop()
+        assert text_of(events) == HELLO
+        assert sum(chats(server) for server in servers) == 1  # one probe, and it answered
+        assert finish(events).usage is not None
+        assert finish(events).usage.attempts == 1
+
+
+async def test_a_wait_longer_than_the_limit_fails_at_once_naming_every_member() -> None:
+    clock = ManualClock()
+    with FakeOllamaServer() as a, FakeOllamaServer() as b:
+        members = Member(ollama(a), name="A"), Member(ollama(b), name="B")
+        pool = pool_of(*members, clock=clock, backoff=60.0, wait_limit=10.0)
+        a.stop()
+        b.stop()
+        async with pool:
+            events = await chat(client(pool))
+            (error,) = errors(events)
+            assert error.code == "CONNECTION_FAILED"
+            assert finish(events).reason == "error"
+            for name, server in (("A", a), ("B", b)):
+                assert (
+                    f"{name}: not tried (it could not be reached (Ollama is not running at "
+                    f"{server.url}), and is left alone for 60 s more)"
+                ) in error.message
+            assert error.message.startswith("No member of the pool 'pool' could answer for ")
+
+
+async def test_stopping_a_request_that_waits_for_a_member_ends_it_cancelled() -> None:
+    clock = ManualClock()
+    with FakeOllamaServer() as a:
+        a.stop()
+        pool = pool_of(Member(ollama(a), name="A"), clock=clock)
+        async with pool:
+            stream = client(pool).chat("hi")
+            events: list[object] = []
+
+            async def read() -> None:
+                events.extend([event async for event in stream])
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(read)
+                await clock.sleeping()
+                stream.abort()
+            assert finish(events).reason == "cancelled"
+
+
+# -- the breaker alone --------------------------------------------------------------------
+
+
+def test_the_backoff_doubles_for_each_failed_probe_up_to_its_limit() -> None:
+    breaker = CircuitBreaker(backoff=1.0, max_backoff=4.0)
+    now = 0.0
+    waits = []
+    for _ in range(5):
+        probe = breaker.take(now)
+        breaker.failure(now, probe=probe)
+        assert breaker.open_until is not None
+        waits.append(breaker.open_until - now)
+        now = breaker.open_until
+        assert breaker.state(now) == "half-open"
+    assert waits == [1.0, 2.0, 4.0, 4.0, 4.0]
+    breaker.take(now)
+    assert breaker.state(now) == "open"  # one probe at a time
+    breaker.success()
+    assert breaker.state(now) == "closed"
+    assert breaker.failures == 0
+
+
+def test_requests_that_were_under_way_when_the_circuit_opened_do_not_lengthen_it() -> None:
+    breaker = CircuitBreaker(backoff=1.0)
+    breaker.failure(10.0, probe=False)
+    for _ in range(9):  # nine more requests that were sent before it opened
+        breaker.failure(10.0, probe=False)
+    assert (breaker.failures, breaker.open_until) == (1, 11.0)
+
+
+def test_a_probe_stopped_without_an_answer_leaves_the_circuit_half_open() -> None:
+    breaker = CircuitBreaker(backoff=1.0)
+    breaker.failure(0.0, probe=False)
+    probe = breaker.take(1.0)
+    assert probe
+    assert breaker.ready_at(1.0) == float("inf")
+    breaker.release(probe)
+    assert breaker.state(1.0) == "half-open"
+    assert breaker.ready_at(1.0) == 1.0
