@@ -15,8 +15,8 @@ names its language, and runs in CI as that language says (tests/docs/test_codebl
   (each name is a distribution of this repository), not run; ``export`` sets a variable
   for the commands after it.
 - ``console``: ``$ `` lines run, and print exactly the lines shown under them.
-- ``json`` and ``toml``: parsed; an ``mcpServers`` file, a profiles file of ollm-openai
-  and an entry-point table are checked as ollm reads them.
+- ``json`` and ``toml``: parsed; an ``mcpServers`` file, a profiles file of ollm-openai,
+  a pools file of ollm-pool and an entry-point table are checked as ollm reads them.
 - ``text`` and ``yaml`` (another program's configuration): shown, not run.
 
 An HTML comment on the line before a block changes that:
@@ -214,13 +214,21 @@ def _typed_source(chain: list[Block]) -> str:
 
 def profiles(text: str) -> bool:
     """Whether TOML text is an ollm-openai profiles file: tables that have a ``base_url``."""
+    return _tables_with(text, "base_url")
+
+
+def pools(text: str) -> bool:
+    """Whether TOML text is an ollm-pool pools file: tables that have ``members``."""
+    return _tables_with(text, "members")
+
+
+def _tables_with(text: str, key: str) -> bool:
+    """Whether TOML text is made of tables that each have ``key``."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
         return False
-    return bool(data) and all(
-        isinstance(table, dict) and "base_url" in table for table in data.values()
-    )
+    return bool(data) and all(isinstance(table, dict) and key in table for table in data.values())
 
 
 def _mypy(blocks: list[Block], folder: Path) -> tuple[list[str], int]:

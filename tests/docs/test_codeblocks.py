@@ -343,6 +343,12 @@ def check_data(block: codeblocks.Block, sandbox: Sandbox) -> None:
         path = sandbox.root / f"{stem(block)}.toml"
         path.write_text(block.text, encoding="utf-8")
         assert set(ollm_openai.load_profiles({"OLLM_OPENAI_PROFILES": str(path)})) == set(table)
+    if codeblocks.pools(block.text):
+        import ollm_pool
+
+        path = sandbox.root / f"{stem(block)}.toml"
+        path.write_text(block.text, encoding="utf-8")
+        assert set(ollm_pool.load_pools({"OLLM_POOLS": str(path)})) == set(table)
     plugins = table.get("project", {}).get("entry-points", {}).get("ollm.plugins", {})
     modules = {
         b.module_path.removesuffix(".py").replace("/", ".")

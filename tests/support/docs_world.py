@@ -48,7 +48,11 @@ OPENAI_ADDRESSES = (
     "http://gpu-box:30000/v1",  # SGLang
     "http://proxy:4000/v1",  # a LiteLLM proxy
     "http://127.0.0.1:1234/v1",  # LM Studio
+    "http://router:8001/v1",  # vLLM production-stack's router
+    "http://gateway:30000/v1",  # SGLang's gateway
 )
+# The Ollama hosts the documents put in a pool: the fake Ollama server answers for each.
+OLLAMA_ADDRESSES = ("http://gpu-a:11434", "http://gpu-b:11434")
 # The variables that point at servers and hold their keys: the world sets them, and a
 # document's `export` of one (`export GEMINI_API_KEY=...`) leaves them alone.
 SERVER_VARIABLES = frozenset(
@@ -81,7 +85,10 @@ class Servers:
     @property
     def replacements(self) -> dict[str, str]:
         """What the documents' addresses become in the code that runs."""
-        return dict.fromkeys(OPENAI_ADDRESSES, self.openai.base_url)
+        return {
+            **dict.fromkeys(OPENAI_ADDRESSES, self.openai.base_url),
+            **dict.fromkeys(OLLAMA_ADDRESSES, self.ollama.url),
+        }
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,7 @@ def environment(root: Path, servers: Servers) -> dict[str, str]:
             "PYTHONPATH": str(root / "src"),
             "OLLM_LOGS_PATH": str(root / "logs.db"),
             "OLLM_OPENAI_PROFILES": str(root / "openai.toml"),
+            "OLLM_POOLS": str(root / "pools.toml"),
             "OLLAMA_HOST": servers.ollama.host,
             "OPENAI_BASE_URL": servers.openai.base_url,
             "OPENAI_API_KEY": "sk-test",
@@ -131,6 +139,7 @@ def prepare(root: Path, document: Path, servers: Servers) -> None:
     (root / "servers.json").write_text(SERVERS_JSON, encoding="utf-8")
     (root / "notes.txt").write_text("Met Ana on Monday; the launch moves to May.\n")
     profiles = []
+    pools = []
     for block in codeblocks.parse(document):
         if block.module_path:
             module = root / "src" / block.module_path
@@ -138,4 +147,7 @@ def prepare(root: Path, document: Path, servers: Servers) -> None:
             module.write_text(codeblocks.source([block], servers.replacements))
         elif block.language == "toml" and codeblocks.profiles(block.text):
             profiles.append(codeblocks.source([block], servers.replacements))
+        elif block.language == "toml" and codeblocks.pools(block.text):
+            pools.append(codeblocks.source([block], servers.replacements))
     (root / "openai.toml").write_text("\n".join(profiles), encoding="utf-8")
+    (root / "pools.toml").write_text("\n".join(pools), encoding="utf-8")
