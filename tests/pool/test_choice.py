@@ -60,7 +60,8 @@ async def test_a_request_past_a_members_parallelism_goes_where_a_slot_is_free() 
                     del event
 
             group.start_soon(hold)
-            await started.wait()  # B's one slot is taken
+            await started.wait()
+            assert chats(b) == 1 + 1  # B's one slot is taken (the model is loaded there)
             assert text_of(await chat(client(pool), "another")) == (
                 "Hello! How can I help you today?"
             )

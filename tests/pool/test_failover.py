@@ -19,6 +19,7 @@ from pool_helpers import (
     openai,
     states,
     text_of,
+    without_waiting,
 )
 
 import ollm
@@ -81,11 +82,15 @@ async def test_two_busy_members_are_tried_again_once_they_said_they_would_be_rea
             events: list[object] = []
 
             async def ask() -> None:
-                events.extend(await chat(client(pool)))
+                try:
+                    events.extend(await chat(client(pool)))
+                finally:
+                    clock.over()
 
             group.start_soon(ask)
             assert await clock.sleeping() == 1.0  # both asked for a second
             clock.advance(1.0)
+            assert await clock.sleeping() is None  # it answered, with no other wait
         assert text_of(events) == HELLO
         assert chats(a) + chats(b) == 3
         assert finish(events).usage is not None
@@ -93,11 +98,12 @@ async def test_two_busy_members_are_tried_again_once_they_said_they_would_be_rea
 
 
 async def test_a_wait_longer_than_the_limit_is_not_waited_for() -> None:
+    clock = ManualClock()
     with FakeOllamaServer() as a, FakeOllamaServer() as b:
         for server in (a, b):
             server.fail(429, "slow down", path="/api/chat", retry_after=120)
-        async with PoolProvider([ollama(a), ollama(b)], wait_limit=30) as pool:
-            events = await chat(client(pool))
+        async with PoolProvider([ollama(a), ollama(b)], wait_limit=30, clock=clock) as pool:
+            events = await without_waiting(clock, client(pool))
         assert chats(a) + chats(b) == 2
         assert errors(events)[0].code == "RATE_LIMITED"
 
@@ -183,13 +189,18 @@ async def test_when_no_member_takes_tools_the_runtime_falls_back_to_react() -> N
 
 
 async def test_a_member_without_the_model_sends_the_request_on() -> None:
-    with FakeOllamaServer(models=False) as a, FakeOllamaServer() as b:
-        pool = PoolProvider([Member(ollama(a), name="A"), Member(ollama(b), name="B")])
+    with FakeOpenAIServer(models=["other"]) as a, FakeOllamaServer() as b:
+        # A (a vLLM server, say) keeps its model loaded: it is tried first, and has not this one.
+        pool = PoolProvider([Member(openai(a), name="A"), Member(ollama(b), name="B")])
         async with pool:
+            events = await chat(client(pool))
+            assert text_of(events) == HELLO
+            (notice,) = notices(events)
+            assert notice.startswith("A failed (MODEL_NOT_FOUND: ")
+            assert notice.endswith("; trying B.")
             for _ in range(3):
-                events = await chat(client(pool))
-                assert text_of(events) == HELLO
-        assert chats(b) == 3
+                assert text_of(await chat(client(pool))) == HELLO
+        assert chats(b) == 4
 
 
 async def test_the_fallback_models_come_after_every_member_failed_for_the_model() -> None:

@@ -22,8 +22,10 @@ from pool_helpers import (
     states,
     text_of,
     unload,
+    without_waiting,
 )
 
+import ollm
 from ollm_pool import CircuitBreaker, Member, PoolProvider
 from ollm_testutils import FakeOllamaServer
 
@@ -51,10 +53,10 @@ async def test_a_dead_member_costs_one_attempt_then_rests_then_one_probe() -> No
             b.stop()  # B is killed
             events = await chat(chat_client)
             assert text_of(events) == HELLO  # from A
-            assert notices(events) == [
-                "B failed (CONNECTION_FAILED: Ollama is not running at "
-                f"http://127.0.0.1:{port}); trying A."
-            ]
+            (notice,) = notices(events)  # both members, and why (refused, or reset)
+            assert notice.startswith("B failed (CONNECTION_FAILED: Ollama ")
+            assert f"http://127.0.0.1:{port}" in notice
+            assert notice.endswith("; trying A.")
             assert states(pool)["B"].attempts == 2  # one connection attempt
             assert states(pool)["B"].state == "open"
             for _ in range(5):  # during the backoff: A alone, not one attempt at B
@@ -78,6 +80,37 @@ async def test_a_dead_member_costs_one_attempt_then_rests_then_one_probe() -> No
                     await chat(chat_client)
                 assert chats(back) == 1 + 4  # B is used again
                 assert chats(a) == 6 + 1  # nothing more than the test's unload
+
+
+async def test_the_first_request_after_the_backoff_is_the_members_probe() -> None:
+    clock = ManualClock()
+    with FakeOllamaServer() as a:
+        b = FakeOllamaServer().start()
+        port = b.port
+        load(a)
+        load(b)
+        pool = pool_of(Member(ollama(a), name="A"), Member(ollama(b), name="B"), clock=clock)
+        async with pool:
+            chat_client = client(pool)
+            # Conversations that go to A, and to B, while both are equal.
+            found: dict[str, ollm.Conversation] = {}
+            for number in range(40):
+                conversation = ollm.Conversation(id=f"conversation {number}")
+                before = chats(a)
+                await chat(chat_client, conversation=conversation)
+                found.setdefault("A" if chats(a) > before else "B", conversation)
+                if len(found) == 2:
+                    break
+            b.stop()
+            await chat(chat_client, conversation=found["B"])  # B fails: its circuit opens
+            assert states(pool)["B"].state == "open"
+            with FakeOllamaServer(port=port) as back:
+                load(back)
+                clock.advance(states(pool)["B"].retry_in or 0)
+                # A's own conversation, yet B's probe: a member that is back is tried first.
+                assert text_of(await chat(chat_client, conversation=found["A"])) == HELLO
+                assert chats(back) == 1 + 1
+                assert states(pool)["B"].state == "closed"
 
 
 async def test_a_reset_connection_opens_the_circuit_after_one_connection() -> None:
@@ -116,7 +149,10 @@ async def test_when_every_member_rests_a_request_waits_for_the_first_probe() -> 
         events: list[object] = []
 
         async def ask() -> None:
-            events.extend(await chat(client(pool)))
+            try:
+                events.extend(await chat(client(pool)))
+            finally:
+                clock.over()
 
         servers: list[FakeOllamaServer] = []
         try:
@@ -126,6 +162,7 @@ async def test_when_every_member_rests_a_request_waits_for_the_first_probe() -> 
                 assert {s.state for s in states(pool).values()} == {"open"}
                 servers += [FakeOllamaServer(port=port).start() for port in ports]  # back
                 clock.advance(2.0)
+                assert await clock.sleeping() is None  # it answered, with no other wait
         finally:
             for server in servers:
                 server.stop()
@@ -143,7 +180,7 @@ async def test_a_wait_longer_than_the_limit_fails_at_once_naming_every_member() 
         a.stop()
         b.stop()
         async with pool:
-            events = await chat(client(pool))
+            events = await without_waiting(clock, client(pool))
             (error,) = errors(events)
             assert error.code == "CONNECTION_FAILED"
             assert finish(events).reason == "error"
@@ -165,11 +202,14 @@ async def test_stopping_a_request_that_waits_for_a_member_ends_it_cancelled() ->
             events: list[object] = []
 
             async def read() -> None:
-                events.extend([event async for event in stream])
+                try:
+                    events.extend([event async for event in stream])
+                finally:
+                    clock.over()
 
             async with anyio.create_task_group() as group:
                 group.start_soon(read)
-                await clock.sleeping()
+                assert await clock.sleeping() is not None
                 stream.abort()
             assert finish(events).reason == "cancelled"
 

@@ -34,6 +34,7 @@ class ManualClock:
         self.time = 1000.0
         self._sleepers: list[tuple[float, anyio.Event]] = []
         self._asleep: anyio.Event | None = None
+        self._over = False
 
     def now(self) -> float:
         return self.time
@@ -47,21 +48,53 @@ class ManualClock:
         try:
             await wake.wait()
         finally:
-            self._sleepers.remove(entry)
+            if entry in self._sleepers:
+                self._sleepers.remove(entry)
 
-    async def sleeping(self) -> float:
-        """Wait until something sleeps on this clock; the seconds until it wakes."""
+    async def sleeping(self) -> float | None:
+        """Wait until something sleeps on this clock: the seconds until it wakes; ``None``
+        if the task that could have slept said it is ``over`` first (never a hang)."""
         while not self._sleepers:
+            if self._over:
+                self._over = False
+                return None
             self._asleep = anyio.Event()
             await self._asleep.wait()
         return min(at for at, _ in self._sleepers) - self.time
 
+    def over(self) -> None:
+        """The task that could sleep on this clock has ended: stop waiting for it."""
+        self._over = True
+        if self._asleep is not None:
+            self._asleep.set()
+
     def advance(self, seconds: float) -> None:
         """Move the clock, waking every sleeper whose time has come."""
         self.time += seconds
-        for at, wake in list(self._sleepers):
-            if at <= self.time:
-                wake.set()
+        for entry in list(self._sleepers):
+            if entry[0] <= self.time:
+                self._sleepers.remove(entry)
+                entry[1].set()
+
+
+async def without_waiting(
+    clock: ManualClock, chat_client: ollm.ChatClient, prompt: str = "hi", **kwargs: Any
+) -> list[Any]:
+    """Every event of one chat, which must end without waiting on ``clock`` (a test
+    fails, instead of hanging, if it waits)."""
+    events: list[Any] = []
+
+    async def ask() -> None:
+        try:
+            events.extend(await chat(chat_client, prompt, **kwargs))
+        finally:
+            clock.over()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ask)
+        waits = await clock.sleeping()
+        assert waits is None, f"the request waits {waits} s on the clock"
+    return events
 
 
 def ollama(server: FakeOllamaServer | str, **settings: Any) -> OllamaProvider:
