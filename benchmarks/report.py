@@ -291,6 +291,53 @@ def write_report(r: dict[str, Any]) -> str:
             ("(issue 15) ahead of google-genai", f"{ours / sdk:.1f}x", "> 1x", ours > sdk)
         )
 
+    p = r.get("pool")
+    if p is not None:
+        add("## 10. A pool of three servers (ollm-pool)\n")
+        add(
+            (f"Measured {p['date']} (`./ollmw bench --only pool`). " if "date" in p else "")
+            + f"{p['chats']:,} chats at once, each a reply of {p['chunks_per_chat']} chunks, "
+            "through the whole runtime (`ChatClient.chat`, a conversation each): through one "
+            "`OllamaProvider` on one fake server, and through a `PoolProvider` of three "
+            "`OllamaProvider`s on three fake servers. CPU time of the client process per "
+            "chunk; memory is its peak RSS, and what it grew by during the chats; what is "
+            "left after them: tasks, requests in flight, sockets (idle connections kept for "
+            "reuse, then none once the providers are closed).\n"
+        )
+        add("| | CPU per chunk (µs) | [min-max] | wall (s) | peak RSS (MiB) | growth (MiB) |")
+        add("|---|---:|---|---:|---:|---:|")
+        for label, key in (("one provider, one server", "single"), ("pool of three", "pool")):
+            row = p[key]
+            cpu = row["cpu_us_per_chunk"]
+            add(
+                f"| {label} | {cpu['median']:.2f} | {cpu['min']:.2f}-{cpu['max']:.2f} | "
+                f"{row['wall_s']['median']:.2f} | {row['rss_peak_kb'] / 1024:.0f} | "
+                f"{row['rss_growth_kb'] / 1024:.0f} |"
+            )
+        last = p["pool"]["last"]
+        add("")
+        add(
+            f"Left after the pool's chats: {last.get('tasks_left')} tasks, "
+            f"{last.get('in_flight_left')} requests in flight, {last.get('sockets_open_idle')} "
+            f"idle connections (20 per member, kept for reuse), "
+            f"{last.get('sockets_after_close')} sockets once closed; the chats went "
+            f"{', '.join(str(n) for n in last.get('attempts_per_member', []))} to the members.\n"
+        )
+        leaks = (
+            last.get("tasks_left") == 0
+            and last.get("in_flight_left") == 0
+            and last.get("sockets_after_close") == 0
+        )
+        summary.append(
+            (
+                "(issue 34) pool's CPU per chunk <= 1.2x one provider's",
+                f"{p['ratio']:.2f}x",
+                "1.2x",
+                p["ratio"] <= 1.2,
+            )
+        )
+        summary.append(("(issue 34) no task, request or connection left", "none", "none", leaks))
+
     head = ["## Targets\n", "| target | measured | bar | |", "|---|---|---|---|"]
     for name, figure, bar, ok in summary:
         head.append(f"| {name} | {figure} | {bar} | {_mark(ok)} |")

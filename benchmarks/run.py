@@ -290,7 +290,54 @@ def llamacpp(quick: bool) -> dict[str, Any]:
     return result
 
 
-SECTIONS = {"openai": openai_compatible, "gemini": gemini, "startup": startup, "llamacpp": llamacpp}
+def pool(quick: bool) -> dict[str, Any]:
+    """1,000 chats at once through a pool of three servers, against one provider (issue 34)."""
+    script = str(HERE / "bench_pool.py")
+    chats, chunks, repeats = (200, 50, 1) if quick else (1_000, 200, 5)
+    server = subprocess.Popen(
+        [PY, script, "serve", str(chunks)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert server.stdout is not None
+    assert server.stdin is not None
+    urls = ",".join(server.stdout.readline().split())
+    runs: dict[str, list[dict[str, Any]]] = {"single": [], "pool": []}
+    try:
+        for _ in range(repeats):  # interleaved, so that noise falls on both alike
+            for mode in runs:
+                out = subprocess.run(
+                    [PY, script, "client", mode, urls, str(chats), str(chunks), "asyncio"],
+                    capture_output=True,
+                    text=True,
+                    cwd=HERE,
+                    timeout=1800,
+                )
+                if out.returncode != 0:
+                    raise RuntimeError(f"bench_pool.py {mode} failed:\n{out.stderr[-3000:]}")
+                runs[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
+    result: dict[str, Any] = {"chats": chats, "chunks_per_chat": chunks}
+    for mode, found in runs.items():
+        result[mode] = {
+            "cpu_us_per_chunk": spread([r["cpu_us_per_chunk"] for r in found]),
+            "wall_s": spread([r["wall_s"] for r in found]),
+            "rss_peak_kb": max(r["rss_peak_kb"] for r in found),
+            "rss_growth_kb": max(r["rss_growth_kb"] for r in found),
+            "last": found[-1],
+        }
+    single = result["single"]["cpu_us_per_chunk"]["median"]
+    result["ratio"] = result["pool"]["cpu_us_per_chunk"]["median"] / single
+    return result
+
+
+SECTIONS = {
+    "openai": openai_compatible,
+    "gemini": gemini,
+    "startup": startup,
+    "llamacpp": llamacpp,
+    "pool": pool,
+}
 
 
 def runtime_and_tools(quick: bool) -> dict[str, Any]:
@@ -312,6 +359,7 @@ def versions() -> dict[str, str]:
         "ollm-openai",
         "openai",
         "ollm-gemini",
+        "ollm-pool",
         "google-genai",
         "httpx",
         "anyio",
@@ -379,6 +427,8 @@ def main() -> None:
     results["gemini"] = gemini(args.quick)
     print("llamacpp...", file=sys.stderr, flush=True)
     results["llamacpp"] = llamacpp(args.quick)
+    print("pool...", file=sys.stderr, flush=True)
+    results["pool"] = pool(args.quick)
     print("startup...", file=sys.stderr, flush=True)
     results["startup"] = startup(args.quick)
     print("runtime and tools...", file=sys.stderr, flush=True)
