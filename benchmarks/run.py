@@ -47,17 +47,17 @@ class Server:
         self.process.wait(timeout=30)
 
 
-def child(*args: object) -> dict[str, Any]:
-    """Run one measurement in a fresh process (benchmarks/child.py)."""
+def child(*args: object, script: str = "child.py") -> dict[str, Any]:
+    """Run one measurement in a fresh process (benchmarks/child.py, or ``script``)."""
     out = subprocess.run(
-        [PY, str(HERE / "child.py"), *map(str, args)],
+        [PY, str(HERE / script), *map(str, args)],
         capture_output=True,
         text=True,
         cwd=HERE,
         timeout=1800,
     )
     if out.returncode != 0:
-        raise RuntimeError(f"child {args} failed:\n{out.stderr[-3000:]}")
+        raise RuntimeError(f"{script} {args} failed:\n{out.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
@@ -292,10 +292,13 @@ def llamacpp(quick: bool) -> dict[str, Any]:
 
 def pool(quick: bool) -> dict[str, Any]:
     """1,000 chats at once through a pool of three servers, against one provider (issue 34)."""
-    script = str(HERE / "bench_pool.py")
+    script = "bench_pool.py"
     chats, chunks, repeats = (200, 50, 1) if quick else (1_000, 200, 5)
     server = subprocess.Popen(
-        [PY, script, "serve", str(chunks)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [PY, str(HERE / script), "serve", str(chunks)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert server.stdout is not None
     assert server.stdin is not None
@@ -304,16 +307,8 @@ def pool(quick: bool) -> dict[str, Any]:
     try:
         for _ in range(repeats):  # interleaved, so that noise falls on both alike
             for mode in runs:
-                out = subprocess.run(
-                    [PY, script, "client", mode, urls, str(chats), str(chunks), "asyncio"],
-                    capture_output=True,
-                    text=True,
-                    cwd=HERE,
-                    timeout=1800,
-                )
-                if out.returncode != 0:
-                    raise RuntimeError(f"bench_pool.py {mode} failed:\n{out.stderr[-3000:]}")
-                runs[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                found = child("client", mode, urls, chats, chunks, "asyncio", script=script)
+                runs[mode].append(found)
     finally:
         server.stdin.close()
         server.wait(timeout=60)
