@@ -7,8 +7,9 @@ import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pool_helpers import chat, chats, client, load, ollama, text_of
+from pool_helpers import ManualClock, chat, chats, client, load, ollama, text_of, unload
 
+import ollm
 from ollm_pool import Member, PoolProvider
 from ollm_pool._choice import Candidate, best
 from ollm_testutils import FakeOllamaServer, OllamaReply
@@ -43,6 +44,48 @@ async def test_between_equal_members_each_conversation_keeps_to_its_own() -> Non
                 seen.append(where)
         assert all(len(where) == 1 for where in seen)
         assert {"a", "b"} == set().union(*seen)  # conversations spread over both
+
+
+async def test_the_conversation_id_not_the_prompt_keeps_a_conversation_on_its_member() -> None:
+    with FakeOllamaServer() as a, FakeOllamaServer() as b:
+        load(a)
+        load(b)
+        async with PoolProvider([Member(ollama(a), name="A"), Member(ollama(b), name="B")]) as pool:
+            chat_client = client(pool)
+            seen: dict[int, set[str]] = {}
+            for number in range(16):  # sixteen conversations that all begin alike
+                conversation = ollm.Conversation(id=f"conversation {number}")
+                for _ in range(2):
+                    before = chats(a)
+                    await chat(chat_client, "the same question", conversation=conversation)
+                    seen.setdefault(number, set()).add("A" if chats(a) > before else "B")
+        assert all(len(where) == 1 for where in seen.values())
+        assert set().union(*seen.values()) == {"A", "B"}
+
+
+async def test_the_loaded_models_are_read_again_only_after_two_seconds() -> None:
+    clock = ManualClock()
+    with FakeOllamaServer() as a, FakeOllamaServer() as b:
+        load(b)
+        async with PoolProvider(
+            [Member(ollama(a), name="A"), Member(ollama(b), name="B")], clock=clock
+        ) as pool:
+            chat_client = client(pool)
+            await chat(chat_client)  # the pool reads them (and each member, once, for itself)
+            read = [len(s.requests_to("/api/ps")) for s in (a, b)]
+            for _ in range(4):
+                await chat(chat_client)
+            assert [len(s.requests_to("/api/ps")) for s in (a, b)] == read
+            unload(b)
+            load(a)
+            clock.advance(1.5)
+            await chat(chat_client)  # the pool's reading is still young: to B
+            assert (chats(a), chats(b)) == (1, 1 + 5 + 1 + 1)
+            unload(b)
+            clock.advance(0.5)
+            await chat(chat_client)  # read again: the model is loaded on A alone
+            assert (chats(a), chats(b)) == (2, 9)
+            assert [len(s.requests_to("/api/ps")) for s in (a, b)] == [n + 1 for n in read]
 
 
 async def test_a_request_past_a_members_parallelism_goes_where_a_slot_is_free() -> None:
@@ -110,6 +153,24 @@ def test_the_choice_keeps_the_order_of_precedence(found: list[Candidate], key: s
         assert chosen.in_flight < chosen.parallel
         if any(c.loaded is not False for c in free):
             assert chosen.loaded is not False
+
+
+# A member's requests in flight, fewer than its parallelism.
+free_slots = st.integers(1, 8).flatmap(lambda n: st.tuples(st.integers(0, n - 1), st.just(n)))
+
+
+@given(st.lists(free_slots, min_size=2, max_size=6))
+def test_among_free_members_the_least_busy_for_its_parallelism_is_chosen(
+    loads: list[tuple[int, int]],
+) -> None:
+    found = [
+        Candidate(f"member {number}", in_flight=in_flight, parallel=parallel, loaded=True)
+        for number, (in_flight, parallel) in enumerate(loads)
+    ]
+    least = min(c.in_flight / c.parallel for c in found)
+    for conversation in range(8):  # whichever conversation it is
+        chosen = found[best(found, f"conversation {conversation}")]
+        assert chosen.in_flight / chosen.parallel == least
 
 
 @given(st.lists(st.text(min_size=1, max_size=8), min_size=2, max_size=6, unique=True))

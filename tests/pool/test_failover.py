@@ -19,6 +19,7 @@ from pool_helpers import (
     openai,
     states,
     text_of,
+    unload,
     without_waiting,
 )
 
@@ -49,6 +50,35 @@ async def test_a_reply_that_broke_off_is_never_continued_by_another_member() -> 
         assert (reply.text, reply.incomplete) == ("one two three ", True)
 
 
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@pytest.mark.parametrize(
+    ("reply", "began"),
+    [
+        (OllamaReply(thinking=["Let me ", "think"], end="close"), ollm.ThinkingEvent),
+        (OllamaReply(tool_calls=[("add", {"a": 2, "b": 3})], end="close"), ollm.ToolCallStartEvent),
+    ],
+    ids=["thinking", "tool call"],
+)
+async def test_a_reply_that_began_with_thinking_or_a_tool_call_is_not_sent_elsewhere(
+    reply: OllamaReply, began: type
+) -> None:
+    with FakeOllamaServer() as a, FakeOllamaServer() as b:
+        load(b)
+        b.script(reply)  # then the connection goes
+        async with PoolProvider([Member(ollama(a), name="A"), Member(ollama(b), name="B")]) as pool:
+            events = await chat(client(pool, tools=[add]))
+        assert any(isinstance(e, began) for e in events)
+        (error,) = errors(events)
+        assert error.code == "STREAM_INTERRUPTED"
+        assert error.message.startswith("The reply from B broke off after it had started (")
+        assert (notices(events), text_of(events)) == ([], "")
+        assert chats(a) == 0  # A received nothing
+
+
 async def test_every_member_busy_costs_three_attempts_in_all_and_names_each() -> None:
     with FakeOllamaServer() as a, FakeOllamaServer() as b, FakeOpenAIServer(models=[MODEL]) as c:
         for server in (a, b):
@@ -75,8 +105,9 @@ async def test_every_member_busy_costs_three_attempts_in_all_and_names_each() ->
 async def test_two_busy_members_are_tried_again_once_they_said_they_would_be_ready() -> None:
     clock = ManualClock()
     with FakeOllamaServer() as a, FakeOllamaServer() as b:
-        for server in (a, b):
-            server.fail(503, "server busy", path="/api/chat", retry_after=1, times=1)
+        # Waits of their own, neither the pool's backoff (1 s) nor the same for both.
+        a.fail(503, "server busy", path="/api/chat", retry_after=3, times=1)
+        b.fail(503, "server busy", path="/api/chat", retry_after=5, times=1)
         pool = PoolProvider([ollama(a), ollama(b)], clock=clock)
         async with pool, anyio.create_task_group() as group:
             events: list[object] = []
@@ -88,13 +119,53 @@ async def test_two_busy_members_are_tried_again_once_they_said_they_would_be_rea
                     clock.over()
 
             group.start_soon(ask)
-            assert await clock.sleeping() == 1.0  # both asked for a second
-            clock.advance(1.0)
+            assert await clock.sleeping() == 3.0  # until the first is ready again
+            clock.advance(3.0)
             assert await clock.sleeping() is None  # it answered, with no other wait
         assert text_of(events) == HELLO
-        assert chats(a) + chats(b) == 3
+        assert (chats(a), chats(b)) == (2, 1)
         assert finish(events).usage is not None
         assert finish(events).usage.attempts == 3
+
+
+async def test_a_member_that_asked_to_wait_is_left_alone_as_long_as_it_asked() -> None:
+    clock = ManualClock()
+    with FakeOllamaServer() as a, FakeOllamaServer() as b:
+        load(a)  # A is where the model is loaded: every request would go there
+        a.fail(429, "slow down", path="/api/chat", retry_after=5, times=1)
+        pool = PoolProvider([Member(ollama(a), name="A"), Member(ollama(b), name="B")], clock=clock)
+        async with pool:
+            events = await without_waiting(clock, client(pool))
+            assert text_of(events) == HELLO
+            (notice,) = notices(events)
+            assert notice.startswith("A failed (RATE_LIMITED: ")
+            assert notice.endswith("; trying B.")
+            for _ in range(3):  # other conversations: not to A, which asked for 5 s
+                assert notices(await without_waiting(clock, client(pool))) == []
+            unload(b)
+            clock.advance(2.0)  # the pool reads the loaded models again: A's only
+            await without_waiting(clock, client(pool))
+            assert (chats(a), chats(b)) == (1 + 1, 4 + 1 + 1)  # the loads, the 429; B's unload
+            unload(b)
+            clock.advance(3.0)  # A's 5 s are over
+            assert notices(await without_waiting(clock, client(pool))) == []
+            assert chats(a) == 1 + 1 + 1
+
+
+async def test_members_without_the_model_do_not_use_the_retry_budget() -> None:
+    servers = [FakeOpenAIServer(models=["other"]).start() for _ in range(3)]
+    try:
+        with FakeOllamaServer() as d:  # the model is not loaded there: tried last
+            members = [Member(openai(s), name=n) for s, n in zip(servers, "ABC", strict=True)]
+            async with PoolProvider([*members, Member(ollama(d), name="D")], attempts=3) as pool:
+                events = await chat(client(pool))
+        assert text_of(events) == HELLO
+        assert sorted(n.split(" ", 1)[0] for n in notices(events)) == ["A", "B", "C"]
+        assert finish(events).usage is not None
+        assert finish(events).usage.attempts == 4
+    finally:
+        for server in servers:
+            server.stop()
 
 
 async def test_a_wait_longer_than_the_limit_is_not_waited_for() -> None:
