@@ -27,7 +27,7 @@ from pool_helpers import (
 
 import ollm
 from ollm_pool import CircuitBreaker, Member, PoolProvider
-from ollm_testutils import FakeOllamaServer
+from ollm_testutils import FakeOllamaServer, OllamaReply
 
 pytestmark = pytest.mark.anyio
 
@@ -170,6 +170,48 @@ async def test_when_every_member_rests_a_request_waits_for_the_first_probe() -> 
         assert sum(chats(server) for server in servers) == 1  # one probe, and it answered
         assert finish(events).usage is not None
         assert finish(events).usage.attempts == 1
+
+
+async def test_a_request_that_finds_a_probe_under_way_waits_for_its_outcome() -> None:
+    clock = ManualClock()
+    a = FakeOllamaServer().start()
+    port = a.port
+    a.stop()
+    pool = pool_of(Member(ollama(a), name="A"), clock=clock)
+    async with pool:
+        streams = [client(pool).chat("hi") for _ in range(2)]
+        answers: list[list[object]] = [[], []]
+        answered = anyio.Event()
+
+        async def read(number: int) -> None:
+            async for event in streams[number]:
+                answers[number].append(event)
+            if text_of(answers[number]) == HELLO:
+                answered.set()
+
+        servers: list[FakeOllamaServer] = []
+        try:
+            with anyio.fail_after(30):  # a hang detector: a wait for a probe that never ends
+                async with anyio.create_task_group() as group:
+                    group.start_soon(read, 0)
+                    group.start_soon(read, 1)
+                    assert await clock.sleeping(2) == 1.0  # both wait for A's backoff
+                    back = FakeOllamaServer(port=port).start()  # A is back
+                    servers.append(back)
+                    back.script(OllamaReply.hanging(["Once upon "]))  # the probe's reply
+                    # One request probes A; the other waits for the outcome (A answers:
+                    # its reply has begun), instead of failing at once because the only
+                    # member is being probed, or waiting for the whole reply.
+                    clock.advance(1.0)
+                    await answered.wait()
+                    for stream in streams:
+                        stream.abort()
+        finally:
+            for server in servers:
+                server.stop()
+        assert sorted(text_of(events) for events in answers) == [HELLO, "Once upon "]
+        assert sorted(finish(events).reason for events in answers) == ["cancelled", "stop"]
+        assert chats(servers[0]) == 2
 
 
 async def test_a_wait_longer_than_the_limit_fails_at_once_naming_every_member() -> None:

@@ -51,10 +51,11 @@ class ManualClock:
             if entry in self._sleepers:
                 self._sleepers.remove(entry)
 
-    async def sleeping(self) -> float | None:
-        """Wait until something sleeps on this clock: the seconds until it wakes; ``None``
-        if the task that could have slept said it is ``over`` first (never a hang)."""
-        while not self._sleepers:
+    async def sleeping(self, count: int = 1) -> float | None:
+        """Wait until ``count`` tasks sleep on this clock: the seconds until the first
+        wakes; ``None`` if the task that could have slept said it is ``over`` first
+        (never a hang)."""
+        while len(self._sleepers) < count:
             if self._over:
                 self._over = False
                 return None

@@ -65,6 +65,11 @@ class CircuitBreaker:
         self.open_until: float | None = None
         self._probing = False
 
+    @property
+    def probing(self) -> bool:
+        """Whether its probe is out: a request is finding out whether the server is back."""
+        return self._probing
+
     def state(self, now: float) -> CircuitState:
         """The circuit's state at ``now``."""
         if self.open_until is None:

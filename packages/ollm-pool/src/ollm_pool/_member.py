@@ -110,6 +110,7 @@ class MemberState:
         "running",
         "running_at",
         "trouble",
+        "verdict",
     )
 
     def __init__(
@@ -133,6 +134,8 @@ class MemberState:
         self._refreshing: anyio.Event | None = None
         self._capabilities: dict[str, ModelCapabilities | None] = {}
         self.trouble = ""  # what the last failure to reach it said
+        # Set when its probe has an outcome, for the requests that wait for it.
+        self.verdict: anyio.Event | None = None
 
     # -- availability ----------------------------------------------------------------
 
@@ -157,6 +160,7 @@ class MemberState:
     def reached(self) -> None:
         """The server answered: its circuit closes."""
         self.breaker.success()
+        self._decided()
 
     def unreachable(self, now: float, code: str, message: str, *, probe: bool) -> None:
         """A failure with ``code``: one that says the server cannot be reached opens its
@@ -166,6 +170,28 @@ class MemberState:
             self.breaker.failure(now, probe=probe)
             self.running = None
             self.running_at = -math.inf
+            self._decided()
+
+    def release(self, probe: bool) -> None:
+        """A request to it ended: if it was the probe and left no outcome (it was
+        stopped), the next request probes it."""
+        if probe:
+            self.breaker.release(probe)
+            self._decided()
+
+    async def wait_for_verdict(self) -> None:
+        """Wait until its probe has an outcome (at once if none is out)."""
+        if not self.breaker.probing:
+            return
+        if self.verdict is None:
+            self.verdict = anyio.Event()
+        await self.verdict.wait()
+
+    def _decided(self) -> None:
+        """Wake the requests that wait for the outcome of its probe."""
+        if self.verdict is not None and not self.breaker.probing:
+            self.verdict.set()
+            self.verdict = None
 
     # -- loaded models ---------------------------------------------------------------
 

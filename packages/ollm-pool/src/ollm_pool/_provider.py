@@ -47,7 +47,8 @@ class PoolProvider:
     - a member that cannot be reached is left alone (its circuit opens) for ``backoff``
       seconds, doubled for each failure in a row up to ``max_backoff``, then probed by
       one request; when every member is resting, a request waits for the first to be
-      ready, up to ``wait_limit`` seconds;
+      ready (or for the outcome of the probe another request has out), up to
+      ``wait_limit`` seconds;
     - the pool owns the one retry budget: ``attempts`` failures of servers (unreachable,
       failed, rate-limited) per request across members; the members' own retries are
       turned off (``ollm_http.NO_RETRY``). A server that asks to wait (``Retry-After``)

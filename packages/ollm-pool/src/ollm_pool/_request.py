@@ -6,8 +6,8 @@ Internal: the body of ``PoolProvider.chat_stream``.
 
 from __future__ import annotations
 
-import math
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -27,6 +27,7 @@ from ollm.types import (
     ToolCallEvent,
     Usage,
 )
+from ollm_pool._breaker import Clock
 from ollm_pool._choice import Candidate, best
 from ollm_pool._failover import USES_BUDGET, Kind, kind_of
 from ollm_pool._member import MemberState
@@ -147,7 +148,7 @@ class PoolRequest:
                             return
                 finally:
                     state.in_flight -= 1
-                    state.breaker.release(probe)
+                    state.release(probe)
                     await _close(iterator)
                 assert error is not None
                 await self.failed(state, probe, error, model)
@@ -193,9 +194,11 @@ class PoolRequest:
         """The member that takes the next attempt, and whether it is its circuit's probe;
         ``None`` when no member is left for this model (or for the request:
         ``self.stopped`` says why). Waits, within the pool's wait limit, when the members
-        left are all resting."""
+        left are all resting: for the first to be ready, or for the outcome of a probe
+        another request has out."""
         pool = self.pool
         clock = pool.clock
+        deadline = self.started + pool.wait_limit
         while True:
             candidates = self.candidates()
             if not candidates:
@@ -206,10 +209,11 @@ class PoolRequest:
             if chosen is not None:
                 return chosen
             wake = min(s.ready_at(now) for s in candidates)
-            if wake == math.inf or wake - self.started > pool.wait_limit:
+            probed = [s for s in candidates if s.breaker.probing]
+            if wake > deadline and (not probed or now >= deadline):
                 self.stopped = "no member could take it within the wait limit"
                 return None
-            await clock.sleep(wake - now)
+            await _first_of(clock, min(wake, deadline) - now, probed)
 
     def candidates(self) -> list[MemberState]:
         """The members the next attempt may go to (resting or not); none when the budget
@@ -367,6 +371,8 @@ class PoolRequest:
         """Why a member was not tried, in words."""
         if state.index in self.why_not:
             return self.why_not[state.index]
+        if state.breaker.probing:
+            return "another request was finding out whether it is back"
         if state.breaker.state(now) == "open" and state.breaker.open_until is not None:
             wait = state.breaker.open_until - now
             said = f" ({_first_sentence(state.trouble)})" if state.trouble else ""
@@ -385,6 +391,23 @@ class _Later:
 
 
 _LATER = _Later()
+
+
+async def _first_of(clock: Clock, seconds: float, probed: list[MemberState]) -> None:
+    """Wait ``seconds`` on ``clock``, or less: until one of the probes of ``probed`` has
+    its outcome."""
+    if not probed:
+        await clock.sleep(seconds)
+        return
+    async with anyio.create_task_group() as group:
+
+        async def then_stop(wait: Callable[[], Awaitable[None]]) -> None:
+            await wait()
+            group.cancel_scope.cancel()
+
+        group.start_soon(then_stop, partial(clock.sleep, seconds))
+        for state in probed:
+            group.start_soon(then_stop, state.wait_for_verdict)
 
 
 async def _close(iterator: AsyncIterator[ProviderEvent]) -> None:
