@@ -53,6 +53,19 @@ async def test_many_chats_at_once_leave_nothing_in_flight() -> None:
             assert all(s.attempts > 0 for s in pool.status())  # more than slots: all used
 
 
+async def test_a_member_sends_the_conversations_affinity_key_to_the_router_behind_it() -> None:
+    with FakeOllamaServer() as a:
+        member = ollama(a, affinity_header="x-session-id")
+        async with PoolProvider([member], model_fallbacks=[MODEL]) as pool:
+            chat_client = client(pool, model="big")  # not there: then the fallback model
+            await chat(chat_client)
+            await chat(chat_client)
+        assert [r.json["model"] for r in a.chat_requests] == ["big", MODEL] * 2
+        assert [r.headers.get("x-session-id") for r in a.chat_requests] == [
+            chat_client.conversation.id
+        ] * 4
+
+
 async def test_what_the_pool_can_do_is_what_one_member_can_with_the_largest_window() -> None:
     with FakeOllamaServer(models=False) as a, FakeOpenAIServer(flavor="vllm", models=[MODEL]) as b:
         a.add_model(MODEL, capabilities=["completion"], parameters={"num_ctx": 8192})
