@@ -168,6 +168,13 @@ async def test_when_every_member_rests_a_request_waits_for_the_first_probe() -> 
                 server.stop()
         assert text_of(events) == HELLO
         assert sum(chats(server) for server in servers) == 1  # one probe, and it answered
+        (waiting,) = notices(events, "retry")  # the user is told why nothing happens yet
+        assert waiting == (
+            "No member of the pool 'pool' can take the request now ("
+            f"A: it could not be reached (Ollama is not running at {a.url}), and is left "
+            f"alone for 2 s more; B: it could not be reached (Ollama is not running at {b.url}), "
+            "and is left alone for 2 s more); it waits up to 2 s for the first to be ready."
+        )
         assert finish(events).usage is not None
         assert finish(events).usage.attempts == 1
 
@@ -210,6 +217,10 @@ async def test_a_request_that_finds_a_probe_under_way_waits_for_its_outcome() ->
             for server in servers:
                 server.stop()
         assert sorted(text_of(events) for events in answers) == [HELLO, "Once upon "]
+        for events in answers:  # both were told of the wait for A's backoff
+            assert [n.rsplit("; ", 1)[1] for n in notices(events, "retry")] == [
+                "it waits up to 1 s for the first to be ready."
+            ]
         assert sorted(finish(events).reason for events in answers) == ["cancelled", "stop"]
         assert chats(servers[0]) == 2
 

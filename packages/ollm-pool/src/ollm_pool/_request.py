@@ -6,6 +6,7 @@ Internal: the body of ``PoolProvider.chat_stream``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -82,6 +83,9 @@ class PoolRequest:
             while True:
                 chosen = self.choose_now()
                 if chosen is _LATER:  # a wait (a reading of the members, a rest): abortable
+                    resting = self.resting()
+                    if resting is not None:
+                        yield resting
                     with self.abort.guard() as scope:
                         chosen = await self.choose()
                     if scope.cancelled_caught:
@@ -198,7 +202,6 @@ class PoolRequest:
         another request has out."""
         pool = self.pool
         clock = pool.clock
-        deadline = self.started + pool.wait_limit
         while True:
             candidates = self.candidates()
             if not candidates:
@@ -208,12 +211,39 @@ class PoolRequest:
             chosen = self.pick(candidates, now)
             if chosen is not None:
                 return chosen
-            wake = min(s.ready_at(now) for s in candidates)
-            probed = [s for s in candidates if s.breaker.probing]
-            if wake > deadline and (not probed or now >= deadline):
+            until = self.wait_until(candidates, now)
+            if until is None:
                 self.stopped = "no member could take it within the wait limit"
                 return None
-            await _first_of(clock, min(wake, deadline) - now, probed)
+            await _first_of(clock, until - now, [s for s in candidates if s.breaker.probing])
+
+    def wait_until(self, candidates: list[MemberState], now: float) -> float | None:
+        """Until when to wait for one of ``candidates`` (none is ready at ``now``): the
+        first to be ready, or the end of the wait limit while a probe is out; ``None``
+        when none will be ready within the limit."""
+        wake = min(s.ready_at(now) for s in candidates)
+        deadline = self.started + self.pool.wait_limit
+        if wake <= deadline:
+            return wake
+        if now < deadline and any(s.breaker.probing for s in candidates):
+            return deadline
+        return None
+
+    def resting(self) -> NoticeEvent | None:
+        """The notice that the request waits, when every member it may go to is resting."""
+        candidates = self.candidates()
+        now = self.pool.clock.now()
+        if not candidates or any(s.ready_at(now) <= now for s in candidates):
+            return None  # no wait: none left, or only a reading of the loaded models
+        until = self.wait_until(candidates, now)
+        if until is None:
+            return None
+        why = "; ".join(f"{s.name}: {self.untried(s, now)}" for s in candidates)
+        return NoticeEvent(
+            f"No member of the pool {self.pool.name!r} can take the request now ({why}); "
+            f"it waits up to {math.ceil(until - now)} s for the first to be ready.",
+            "retry",
+        )
 
     def candidates(self) -> list[MemberState]:
         """The members the next attempt may go to (resting or not); none when the budget
