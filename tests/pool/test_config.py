@@ -98,7 +98,15 @@ def write(path: Path, text: str) -> Path:
 @pytest.mark.parametrize(
     ("text", "provider", "code", "words"),
     [
-        (None, "pool:home", "PROVIDER_NOT_FOUND", "There is no pool 'home': {path} has none."),
+        (
+            None,
+            "pool:home",
+            "PROVIDER_NOT_FOUND",
+            "There is no pool 'home': {path} does not exist. Describe it there as [home]",
+        ),
+        ("", "pool:home", "PROVIDER_NOT_FOUND", "There is no pool 'home': {path} has none."),
+        (None, "pool", "PROVIDER_NOT_FOUND", "No pool is configured: {path} does not exist."),
+        ("# none yet\n", "pool", "PROVIDER_NOT_FOUND", "No pool is configured: {path} has none."),
         ("[lab]\nmembers = []\n", "pool:home", "PROVIDER_NOT_FOUND", "Known pools: lab."),
         ("[a]\n[b]\n", "pool", "PROVIDER_NOT_FOUND", "{path} has several pools: name one"),
         ("[home]\n", "pool:home", "INVALID_REQUEST", "The pool 'home' in {path} has no members."),

@@ -92,6 +92,7 @@ def chosen_pool(
     """The pool ``-p pool:NAME`` names; for ``-p pool``, the file's only pool, or ``default``."""
     pools = load_pools(environ)
     path = pools_path(environ)
+    none = f"{path} has none" if path.exists() else f"{path} does not exist"
     if profile is None:
         if len(pools) == 1:
             return next(iter(pools.items()))
@@ -99,7 +100,7 @@ def chosen_pool(
             return "default", pools["default"]
         if not pools:
             raise ProviderNotFoundError(
-                f"No pool is configured: {path} has none. Describe one there, for example "
+                f"No pool is configured: {none}. Describe one there, for example "
                 '[home] with [[home.members]] provider = "ollama" and host = "http://HOST:11434", '
                 f"then use -p pool:home (or set {ENV_POOLS} to the file that has it)."
             )
@@ -111,7 +112,7 @@ def chosen_pool(
         return profile, found
     if not pools:
         raise ProviderNotFoundError(
-            f"There is no pool {profile!r}: {path} has none. Describe it there as [{profile}] "
+            f"There is no pool {profile!r}: {none}. Describe it there as [{profile}] "
             f'with its members as [[{profile}.members]] provider = "ollama" and host = '
             f'"http://HOST:11434", or set {ENV_POOLS} to the file that has it.'
         )
