@@ -204,6 +204,26 @@ def test_without_a_pool_discovery_reads_no_file_and_imports_nothing_heavy(tmp_pa
     ]
 
 
+def test_ollm_plugins_lists_the_pool_provider_whatever_the_pools_file_says(
+    tmp_path: Path,
+) -> None:
+    broken = tmp_path / "pools.toml"
+    broken.write_text("[this is not toml\n")
+    done = subprocess.run(
+        [OLLM, "plugins", "--json"],
+        capture_output=True,
+        text=True,
+        env=ollm_env(OLLM_POOLS=str(broken)),
+        check=True,
+    )
+    (pool,) = [p for p in json.loads(done.stdout) if p["name"] == "pool"]
+    assert (pool["status"], pool["distribution"], pool["contributes"]) == (
+        "loaded",
+        "ollm-pool",
+        {"providers": ["pool"]},
+    )
+
+
 def test_without_a_pool_ollm_chat_answers_as_before(tmp_path: Path) -> None:
     broken = tmp_path / "pools.toml"
     broken.write_text("[this is not toml\n")
