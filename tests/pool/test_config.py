@@ -241,6 +241,34 @@ def test_without_a_pool_ollm_chat_answers_as_before(tmp_path: Path) -> None:
     assert outputs[0][:2] == (0, "Hi there.\n")
 
 
+def test_ollm_chat_with_a_pool_answers_from_the_member_with_the_model_loaded(
+    tmp_path: Path,
+) -> None:
+    with FakeOllamaServer() as a, FakeOllamaServer() as b:
+        load(b)
+        pools = write(
+            tmp_path / "pools.toml",
+            f"""
+            [home]
+            model = "{MODEL}"
+            members = [
+                {{provider = "ollama", host = "{a.url}", name = "A"}},
+                {{provider = "ollama", host = "{b.url}", name = "B"}},
+            ]
+            """,
+        )
+        env: dict[str, Any] = ollm_env(OLLM_POOLS=str(pools), OLLM_LOGS="off")
+        done = subprocess.run(
+            [OLLM, "chat", "-p", "pool:home", "hello"], capture_output=True, text=True, env=env
+        )
+        assert (chats(a), chats(b)) == (0, 1 + 1)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        "Hello! How can I help you today?\n",
+        "",
+    )
+
+
 def test_a_reply_that_broke_off_is_printed_once(tmp_path: Path) -> None:
     with FakeOllamaServer() as a, FakeOllamaServer() as b:
         load(b)
