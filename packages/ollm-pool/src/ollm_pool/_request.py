@@ -1,12 +1,11 @@
 """One request's way through a pool: which member, failover before the reply starts, one
-retry budget, the waits, and the words when no member could answer.
+retry budget, the waits (what it says of them is in ``_words``).
 
 Internal: the body of ``PoolProvider.chat_stream``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING
@@ -15,7 +14,6 @@ import anyio
 import msgspec
 
 from ollm.errors import ErrorCode
-from ollm.kit import quote
 from ollm.types import (
     AbortSignal,
     ErrorEvent,
@@ -28,6 +26,7 @@ from ollm.types import (
     ToolCallEvent,
     Usage,
 )
+from ollm_pool import _words as words
 from ollm_pool._breaker import Clock
 from ollm_pool._choice import Candidate, best
 from ollm_pool._failover import USES_BUDGET, Kind, kind_of
@@ -111,7 +110,7 @@ class PoolRequest:
                             try:
                                 event = await iterator.__anext__()
                             except StopAsyncIteration:
-                                error = _ended(state)
+                                error = words.ended(state)
                                 break
                             kind = type(event)
                             if kind is ErrorEvent:
@@ -140,7 +139,7 @@ class PoolRequest:
                                     return
                                 else:
                                     yield event
-                            yield self.broke_off(state, _ended(state))
+                            yield self.broke_off(state, words.ended(state))
                             return
                     except Exception as exc:  # a provider that raised (it should not)
                         error = ErrorEvent(
@@ -164,7 +163,7 @@ class PoolRequest:
                     return
             if self.stopped is not None:
                 break
-        yield self.give_up()
+        yield words.no_member(self)
 
     def answered(self, state: MemberState, model: str) -> None:
         """The member's reply began: it is reachable, has the model loaded, and serves
@@ -238,12 +237,7 @@ class PoolRequest:
         until = self.wait_until(candidates, now)
         if until is None:
             return None
-        why = "; ".join(f"{s.name}: {self.untried(s, now)}" for s in candidates)
-        return NoticeEvent(
-            f"No member of the pool {self.pool.name!r} can take the request now ({why}); "
-            f"it waits up to {math.ceil(until - now)} s for the first to be ready.",
-            "retry",
-        )
+        return words.resting(self, candidates, now, until)
 
     def candidates(self) -> list[MemberState]:
         """The members the next attempt may go to (resting or not); none when the budget
@@ -352,64 +346,13 @@ class PoolRequest:
         assert self.last is not None
         failed, error = self.last
         self.last = None
-        return NoticeEvent(
-            f"{failed.name} failed ({error.code}: {_first_sentence(error.message)}); "
-            f"trying {chosen.name}.",
-            "failover",
-        )
+        return words.failover(failed, error, chosen)
 
     def broke_off(self, state: MemberState, error: ErrorEvent) -> ErrorEvent:
         """The end of a reply that failed after it started: ``STREAM_INTERRUPTED``, never
         another member's words after it."""
         state.unreachable(self.pool.clock.now(), error.code, error.message, probe=False)
-        return ErrorEvent(
-            f"The reply from {state.name} broke off after it had started ({quote(error.message)}). "
-            "What it said is kept; the pool does not join another server's words to it. "
-            "Ask again to go on.",
-            ErrorCode.STREAM_INTERRUPTED,
-        )
-
-    def give_up(self) -> ErrorEvent:
-        """The error when no member could answer: each member, and why."""
-        pool = self.pool
-        now = pool.clock.now()
-        parts = []
-        for state in pool.states:
-            failure = self.failures.get(state.index)
-            if failure is not None:
-                parts.append(f"{state.name}: {_first_sentence(failure.message)}")
-            else:
-                parts.append(f"{state.name}: not tried ({self.untried(state, now)})")
-        codes = [f.code for f in self.failures.values()]
-        if ErrorCode.TOOLS_UNSUPPORTED in codes:
-            code = ErrorCode.TOOLS_UNSUPPORTED  # so that the runtime may fall back to ReAct
-        elif codes:
-            code = self.last[1].code if self.last is not None else codes[-1]
-        else:
-            code = ErrorCode.CONNECTION_FAILED
-        models = " or ".join(repr(m) for m in self.models)
-        tries = f" ({self.attempts} attempt{'s' if self.attempts != 1 else ''})"
-        return ErrorEvent(
-            f"No member of the pool {pool.name!r} could answer for {models}"
-            f"{tries if self.attempts else ''}: "
-            + "; ".join(parts)
-            + ". Check those servers, or try again in a moment.",
-            code,
-        )
-
-    def untried(self, state: MemberState, now: float) -> str:
-        """Why a member was not tried, in words."""
-        if state.index in self.why_not:
-            return self.why_not[state.index]
-        if state.breaker.probing:
-            return "another request was finding out whether it is back"
-        if state.breaker.state(now) == "open" and state.breaker.open_until is not None:
-            wait = state.breaker.open_until - now
-            said = f" ({_first_sentence(state.trouble)})" if state.trouble else ""
-            return f"it could not be reached{said}, and is left alone for {wait:.0f} s more"
-        if state.cooling_until > now:
-            return f"it asked to wait {state.cooling_until - now:.0f} s more"
-        return self.stopped or "another member answered first"
+        return words.broke_off(state, error)
 
 
 # ``stopped`` after a failure that no other member would change.
@@ -453,27 +396,7 @@ def _aborted(signal: AbortSignal) -> bool:
     return signal.aborted
 
 
-def _ended(state: MemberState) -> ErrorEvent:
-    return ErrorEvent(
-        f"{state.name} ended its reply without saying it was done.", ErrorCode.STREAM_INTERRUPTED
-    )
-
-
 def _opening(request: ProviderRequest) -> str:
     """A request without a conversation id is known by how it begins."""
     first = request.messages[0].text if request.messages else ""
     return f"{request.system_prompt or ''}\0{first}"
-
-
-def _first_sentence(message: str, limit: int = 160) -> str:
-    """The first sentence of a member's message (what failed; the rest is advice), cut at
-    ``limit`` characters, for a notice or a list of members."""
-    depth = 0
-    for position, char in enumerate(message):
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth = max(0, depth - 1)
-        elif char == "." and depth == 0 and message[position + 1 : position + 2] in (" ", ""):
-            return quote(message[:position], limit)
-    return quote(message, limit)
