@@ -24,11 +24,11 @@ class Conversation:
     ``incomplete``, and every tool call has its result, so the next chat can go on.
     One chat at a time may run on a conversation.
 
-    ``id`` names it in the conversation log, for middleware, and in every request (``ProviderRequest.conversation_id``): a random
-    32-hex-digit string unless one is given (the conversation log gives its own, so a
-    resumed conversation keeps it). A pool, or a router in front of several servers,
-    keys on it to send each turn to the server that holds the conversation's prompt in
-    its cache.
+    ``id`` names it in the conversation log, for middleware, and in every request
+    (``ProviderRequest.conversation_id``): a random 32-hex-digit string unless one is
+    given (the conversation log gives its own, so a resumed conversation keeps it). A
+    pool, or a router in front of several servers, keys on it to send each turn to the
+    server that holds the conversation's prompt in its cache.
     """
 
     __slots__ = ("_holder", "_messages", "id")
