@@ -63,7 +63,9 @@ class MiniProvider(HTTPProvider):
             "messages": [{"role": m.role, "content": m.text} for m in request.messages],
             "stream": True,
         }
-        stream = self.stream("sse", model=request.model, abort=request.abort)
+        stream = self.stream(
+            "sse", model=request.model, abort=request.abort, headers=request.headers
+        )
         try:
             await stream.open("POST", "/chat/completions", json=body)
             reads, frames = stream.reads, stream.frames

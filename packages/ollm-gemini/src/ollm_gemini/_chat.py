@@ -163,7 +163,13 @@ async def _one_reply(
     """One request's reply; a malformed call is asked again once, after this reply is
     closed (only that second reply passes through one more generator)."""
     model = request.model
-    stream = provider.stream("sse", model=model, abort=abort, affinity=request.conversation_id)
+    stream = provider.stream(
+        "sse",
+        model=model,
+        abort=abort,
+        affinity=request.conversation_id,
+        headers=request.headers,
+    )
     state = _Reply()
     again: str | None = None
     try:

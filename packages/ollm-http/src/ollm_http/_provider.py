@@ -20,7 +20,9 @@ skeleton owns the rest, the same for every provider:
 A chat loop on it::
 
     async def chat_stream(self, request):
-        stream = self.stream("sse", model=request.model, abort=request.abort)
+        stream = self.stream(
+            "sse", model=request.model, abort=request.abort, headers=request.headers
+        )
         try:
             await stream.open("POST", "/chat", build=lambda: body(request))
             reads, frames = stream.reads, stream.frames
@@ -313,13 +315,17 @@ class HTTPProvider:
         model: str | None = None,
         abort: AbortSignal | None = None,
         affinity: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> FrameStream:
         """The ``FrameStream`` for one streamed reply (about ``model``, stopped by ``abort``).
 
         ``affinity`` is the request's affinity key (``request.conversation_id``): it goes
-        in the configured ``affinity_header``, when there is one.
+        in the configured ``affinity_header``, when there is one. ``headers`` are added to
+        the request (a ``ProviderRequest``'s, such as a trace's ``traceparent``).
         """
-        return FrameStream(self, framing, model=model, abort=abort, affinity=affinity)
+        return FrameStream(
+            self, framing, model=model, abort=abort, affinity=affinity, headers=headers
+        )
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -398,10 +404,13 @@ class FrameStream:
         model: str | None = None,
         abort: AbortSignal | None = None,
         affinity: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
-        self._headers = _STREAM_HEADERS[framing]
+        # The stream's own headers win: what a middleware adds cannot change the framing.
+        own = _STREAM_HEADERS[framing]
+        self._headers = {**headers, **own} if headers else own
         header = provider.http.config.affinity_header
         if header is not None and affinity:
             self._headers = {**self._headers, header: _header_value(affinity)}

@@ -58,7 +58,11 @@ async def stream_chat(
     """The events of one reply: ends with one ``FinishEvent``, or an ``ErrorEvent``."""
     model = request.model
     stream = provider.stream(
-        "ndjson", model=model, abort=request.abort, affinity=request.conversation_id
+        "ndjson",
+        model=model,
+        abort=request.abort,
+        affinity=request.conversation_id,
+        headers=request.headers,
     )
     try:
         try:

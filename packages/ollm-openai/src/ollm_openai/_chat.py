@@ -139,7 +139,11 @@ async def stream_chat(
     """The events of one reply: ends with one ``FinishEvent``, or an ``ErrorEvent``."""
     streaming = provider.config.stream
     stream = provider.stream(
-        "sse", model=request.model, abort=request.abort, affinity=request.conversation_id
+        "sse",
+        model=request.model,
+        abort=request.abort,
+        affinity=request.conversation_id,
+        headers=request.headers,
     )
     state = _Reply(request.tool_call_deltas)
     done = False

@@ -68,7 +68,9 @@ class ProviderRequest(msgspec.Struct, frozen=True, omit_defaults=True):
     ``False``, or a level such as ``"high"``). A provider stops promptly when
     ``abort`` fires. ``tool_call_deltas`` asks a provider whose server streams tool
     calls' arguments to yield a ``ToolCallDeltaEvent`` for each piece (the whole call
-    follows as usual); others ignore it.
+    follows as usual); others ignore it. ``headers`` are HTTP headers a provider that
+    speaks HTTP adds to this request (after its own): a middleware's ``on_request``
+    sets them, such as the W3C ``traceparent`` of a trace; others ignore them.
 
     ``conversation_id`` names the conversation the request belongs to (the runtime
     fills it with ``Conversation.id``; ``None`` for a request made by hand): the same
@@ -88,3 +90,4 @@ class ProviderRequest(msgspec.Struct, frozen=True, omit_defaults=True):
     abort: AbortSignal | None = None
     tool_call_deltas: bool = False
     conversation_id: str | None = None
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
