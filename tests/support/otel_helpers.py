@@ -1,0 +1,46 @@
+"""In-memory OpenTelemetry for the tests of ollm-otel: what a chat exports, read back."""
+
+from __future__ import annotations
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from ollm_otel import Otel
+
+
+class Telemetry:
+    """A tracer and a meter provider that keep what they get, and an ``Otel`` on them."""
+
+    def __init__(self) -> None:
+        self.spans_out = InMemorySpanExporter()
+        self.tracer_provider = TracerProvider()
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans_out))
+        self.reader = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.reader])
+
+    def otel(self, **options: object) -> Otel:
+        return Otel(
+            tracer_provider=self.tracer_provider,
+            meter_provider=self.meter_provider,
+            environ={},
+            **options,  # type: ignore[arg-type]
+        )
+
+    def spans(self) -> list[ReadableSpan]:
+        return list(self.spans_out.get_finished_spans())
+
+    def named(self, prefix: str) -> list[ReadableSpan]:
+        return [s for s in self.spans() if s.name.split(" ")[0] == prefix]
+
+    def metrics(self) -> dict[str, list[object]]:
+        """Each metric's data points, by name."""
+        data = self.reader.get_metrics_data()
+        found: dict[str, list[object]] = {}
+        for resource in data.resource_metrics if data is not None else ():
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    found.setdefault(metric.name, []).extend(metric.data.data_points)
+        return found
