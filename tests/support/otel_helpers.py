@@ -8,7 +8,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import ollm
 from ollm_otel import Otel
+from ollm_testutils import Reply, ScriptedProvider
 
 
 class Telemetry:
@@ -44,3 +46,39 @@ class Telemetry:
                 for metric in scope.metrics:
                     found.setdefault(metric.name, []).extend(metric.data.data_points)
         return found
+
+
+KEY = "sk-" + "A1b2C3d4E5f6G7h8J9k0" * 2
+
+
+def lookup(city: str) -> str:
+    """Look a city up.
+
+    Args:
+        city: The city.
+    """
+    return f"{city}: sunny, and the key is {KEY}"
+
+
+def provider(name: str = "scripted") -> ScriptedProvider:
+    return ScriptedProvider(
+        Reply(tool_calls=[("lookup", {"city": "Paris"})], usage=ollm.Usage(12, 3, 15)),
+        Reply(f"Sunny. Your key: {KEY}", usage=ollm.Usage(30, 5, 35, cached_tokens=8)),
+        name=name,
+    )
+
+
+async def chat(
+    *middleware: object, prompt: str = "Weather in Paris?", name: str = "scripted"
+) -> ollm.ChatResult:
+    """A scripted chat: one call of ``lookup``, whose result has a key in it, then an answer."""
+    client = ollm.ChatClient(
+        ollm.Registries(),
+        provider=provider(name),
+        model="scripted",
+        tools=[lookup],
+        system="Be brief.",
+        middleware=list(middleware),
+    )
+    async with client:
+        return await client.run(prompt)

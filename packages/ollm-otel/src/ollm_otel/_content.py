@@ -38,6 +38,10 @@ def _part(part: object) -> dict[str, Any]:
     return {"type": type(part).__name__}
 
 
+def _empty(part: object) -> bool:
+    return isinstance(part, TextPart) and not part.text
+
+
 def _call(call: ToolCall) -> dict[str, Any]:
     return {"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.args}
 
@@ -49,7 +53,7 @@ def message_json(message: Message, finish_reason: str | None = None) -> dict[str
             {"type": "tool_call_response", "id": message.tool_call_id, "response": message.text}
         ]
     else:
-        parts = [_part(part) for part in message.parts]
+        parts = [_part(part) for part in message.parts if not _empty(part)]
         parts += [_call(call) for call in message.tool_calls]
     shaped: dict[str, Any] = {"role": message.role, "parts": parts}
     if finish_reason is not None:
