@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
+from cli_helpers import ollm_env
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -11,6 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import ollm
 from ollm_otel import Otel
 from ollm_testutils import Reply, ScriptedProvider
+from ollm_testutils.httpserver import Connection, FakeServer, HttpRequest, Response
 
 
 class Telemetry:
@@ -82,3 +88,46 @@ async def chat(
     )
     async with client:
         return await client.run(prompt)
+
+
+class Collector(FakeServer):
+    """An OTLP/HTTP collector on 127.0.0.1: keeps the spans exported to it; one made
+    with ``hang=True`` never answers (until it stops)."""
+
+    def __init__(self, *, hang: bool = False) -> None:
+        self.hang = hang
+        self.paths: list[str] = []
+        self.span_list: list[Any] = []
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        super().__init__()
+
+    def _handle(self, request: HttpRequest, response: Response, connection: Connection) -> None:
+        with self._lock:
+            self.paths.append(request.path)
+        if self.hang:
+            self._stopping.wait()
+            return
+        if request.path == "/v1/traces":
+            export = ExportTraceServiceRequest()
+            export.ParseFromString(request.body)
+            with self._lock:
+                for resource in export.resource_spans:
+                    for scope in resource.scope_spans:
+                        self.span_list.extend(scope.spans)
+        response.send(200, b"", "application/x-protobuf")
+
+    def stop(self) -> None:
+        self._stopping.set()
+        super().stop()
+
+    def spans(self) -> list[Any]:
+        with self._lock:
+            return list(self.span_list)
+
+
+def otel_free_env(**extra: str) -> dict[str, str]:
+    """``ollm_env`` without any ``OTEL_*`` variable of the machine's."""
+    env = {k: v for k, v in ollm_env().items() if not k.startswith("OTEL_")}
+    env.update(extra)
+    return env

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import os
 import re
 import sys
 import time
@@ -20,7 +21,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ollm.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from ollm.cli.chatlog import ChatLog
-from ollm.cli.config import CliConfig, load_registries
+from ollm.cli.config import TRACE_MIDDLEWARE, CliConfig, load_registries, with_tracing
 from ollm.cli.driving import drive
 from ollm.cli.render import EventRenderer
 from ollm.cli.terminal import Terminal
@@ -111,12 +112,19 @@ def _run(
 ) -> int:
     """The chat; ``asking`` is the terminal's input where a person can answer questions."""
     registries = load_registries()
+    traced = with_tracing(
+        config.middleware, asked=args.trace, installed=registries.middleware, environ=os.environ
+    )
+    config = dataclasses.replace(config, middleware=traced)
     for name in config.middleware:
         if name not in registries.middleware:
             known = ", ".join(registries.middleware.list()) or "none"
+            hint = " Traces need ollm-otel: pip install 'ollm-otel[export]'." * (
+                name == TRACE_MIDDLEWARE
+            )
             raise PluginError(
                 f"no middleware is named {name!r}. Installed: {known} (`ollm plugins` "
-                "lists them with the plugins they come from)."
+                f"lists them with the plugins they come from).{hint}"
             )
     toolsets = load_toolsets(args, registries)
     if toolsets and not args.tools:

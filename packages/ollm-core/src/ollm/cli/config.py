@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,9 +11,11 @@ from ollm.errors import InvalidRequestError
 from ollm.plugins import PluginSettings, discover
 from ollm.registries import Registries
 
-__all__ = ["CliConfig", "load_registries"]
+__all__ = ["TRACE_MIDDLEWARE", "CliConfig", "load_registries", "with_tracing"]
 
 BACKENDS = ("asyncio", "trio")
+# The middleware of ollm-otel, which --trace and the OpenTelemetry variables turn on.
+TRACE_MIDDLEWARE = "otel"
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,26 @@ class CliConfig:
             middleware=tuple(getattr(args, "middleware", None) or ())
             or tuple(n.strip() for n in env.get("OLLM_MIDDLEWARE", "").split(",") if n.strip()),
         )
+
+
+def with_tracing(
+    middleware: tuple[str, ...],
+    *,
+    asked: bool,
+    installed: Container[str],
+    environ: Mapping[str, str],
+) -> tuple[str, ...]:
+    """``middleware`` with ``otel`` first (outermost) when traces are asked for: by
+    ``--trace``, or by an exporter named in the environment (``OTEL_EXPORTER_OTLP_ENDPOINT``,
+    ``OTEL_TRACES_EXPORTER`` other than ``none``) while it is installed."""
+    if TRACE_MIDDLEWARE in middleware:
+        return middleware
+    endpoint = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    configured = bool(endpoint) or exporter not in ("", "none")
+    if asked or (configured and TRACE_MIDDLEWARE in installed):
+        return (TRACE_MIDDLEWARE, *middleware)
+    return middleware
 
 
 def load_registries(*, strict: bool | None = None) -> Registries:

@@ -25,6 +25,7 @@ environment:
   OLLAMA_HOST                   where Ollama listens (default http://127.0.0.1:11434)
   OLLM_MCP_CONFIG               an mcpServers file used when --mcp is not given
   OLLM_MIDDLEWARE               middleware for every chat (a,b), when --middleware is not given
+  OTEL_EXPORTER_OTLP_ENDPOINT   where --trace sends traces (setting it turns tracing on)
   OLLM_POLICY                   the approval policy file (default ~/.config/ollm/policy.toml)
   OLLM_LOGS_PATH, OLLM_LOGS=off where conversations are logged (`ollm logs path`), or not
   OLLM_BACKEND                  asyncio (default) or trio
@@ -109,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="SECONDS",
         help="how long a middleware may take each time it is called (default 5)",
+    )
+    chat.add_argument(
+        "--trace",
+        action="store_true",
+        help="send the chat's OpenTelemetry traces and metrics where the OTEL_* variables "
+        "say (the otel middleware of ollm-otel; on by itself when "
+        "OTEL_EXPORTER_OTLP_ENDPOINT is set)",
     )
     approval = chat.add_argument_group(
         "approval of tool calls",
