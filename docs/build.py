@@ -33,6 +33,7 @@ _ROOTS = (
     "ollm_pool",
     "ollm_react",
     "ollm_mcp",
+    "ollm_otel",
     "ollm_testutils",
 )
 # The packages, and the core's modules whose names are public too.

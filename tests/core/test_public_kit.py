@@ -28,6 +28,7 @@ PLUGINS = (
     "ollm-pool",
     "ollm-react",
     "ollm-mcp",
+    "ollm-otel",
     "ollm-testutils",
 )
 PUBLIC = {"ollm", "ollm.errors", "ollm.types", "ollm.hookspecs", "ollm.logs", "ollm.kit"}
