@@ -17,7 +17,7 @@ from otel_helpers import Telemetry
 
 import ollm
 from ollm_openai import OpenAIProvider
-from ollm_testutils import FakeOpenAIServer, OpenAIReply
+from ollm_testutils import FakeOpenAIServer, OpenAIReply, Reply, ScriptedProvider
 
 MODEL = "gpt-test"
 
@@ -189,3 +189,58 @@ async def test_metrics_are_the_conventions_histograms_with_their_buckets(
         assert point.attributes["gen_ai.operation.name"] == "chat"
         assert point.attributes["gen_ai.provider.name"] == "openai"
         assert point.attributes["gen_ai.request.model"] == MODEL
+
+
+def broken(city: str) -> str:
+    """Always fails.
+
+    Args:
+        city: A city.
+    """
+    raise RuntimeError("the weather service is down")
+
+
+class Refuse:
+    """Refuses every call of ``broken`` (inside otel: otel sees the refusal)."""
+
+    def before_tool_call(self, ctx: ollm.MiddlewareContext, call: ollm.ToolCall) -> object:
+        return ollm.Deny("not today")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("inner", "code"), [((), "TOOL_FAILED"), ((Refuse(),), "TOOL_DENIED")])
+async def test_a_failed_tool_call_is_an_error_span_and_the_chat_goes_on(
+    telemetry: Telemetry, inner: tuple[object, ...], code: str
+) -> None:
+    provider = ScriptedProvider(Reply(tool_calls=[("broken", {"city": "Paris"})]), Reply("Sorry."))
+    client = ollm.ChatClient(
+        ollm.Registries(),
+        provider=provider,
+        model="scripted",
+        tools=[broken],
+        middleware=[telemetry.otel(), *inner],
+    )
+    async with client:
+        result = await client.run("Weather?")
+    assert result.ok
+    assert [r.error_code for r in result.tool_results] == [code]
+    [tool] = telemetry.named("execute_tool")
+    assert tool.attributes["error.type"] == code
+    assert tool.status.status_code.name == "ERROR"
+    [agent] = telemetry.named("invoke_agent")
+    assert "error.type" not in (agent.attributes or {})
+
+
+@pytest.mark.anyio
+async def test_a_chat_that_fails_before_its_first_request_still_has_its_span(
+    telemetry: Telemetry,
+) -> None:
+    client = ollm.ChatClient(ollm.Registries(), model="m", middleware=[telemetry.otel()])
+    async with client:
+        result = await client.run("Hello?")
+    assert not result.ok
+    assert result.error is not None
+    [agent] = telemetry.spans()
+    assert agent.name == "invoke_agent"
+    assert agent.attributes["error.type"] == result.error.code
+    assert "gen_ai.provider.name" not in (agent.attributes or {})

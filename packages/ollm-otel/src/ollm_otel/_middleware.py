@@ -31,6 +31,7 @@ from opentelemetry.propagate import inject
 from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
 
 from ollm import MiddlewareContext, ToolCall, ToolResult
+from ollm.errors import ErrorCode
 from ollm.types import (
     ErrorEvent,
     FinishEvent,
@@ -176,9 +177,10 @@ class Otel:
         if chat is None:
             attributes: dict[str, Any] = {
                 n.OPERATION_NAME: n.INVOKE_AGENT,
-                n.PROVIDER_NAME: _provider(ctx.provider),
                 n.CONVERSATION_ID: ctx.conversation_id,
             }
+            if ctx.provider:  # unknown when the chat failed before choosing one
+                attributes[n.PROVIDER_NAME] = _provider(ctx.provider)
             if ctx.model:
                 attributes[n.REQUEST_MODEL] = ctx.model
             name = n.INVOKE_AGENT
@@ -224,7 +226,9 @@ class Otel:
         """Notes the reply's first chunk and its end; ends spans as the chat reports them."""
         chat: _Chat | None = ctx.state.get("otel")
         if chat is None:
-            return event
+            if type(event) is not ErrorEvent:
+                return event
+            chat = self._chat(ctx)  # a chat that failed before its first request
         request = chat.request
         if request is not None and request.stream_end is None:
             if isinstance(event, _CHUNKS):
@@ -279,9 +283,8 @@ class Otel:
 
     async def on_finish(self, ctx: MiddlewareContext, finish: FinishEvent) -> None:
         """Ends what is still open, and the chat's span."""
-        chat: _Chat | None = ctx.state.pop("otel", None)
-        if chat is None:
-            return
+        chat = self._chat(ctx)
+        del ctx.state["otel"]
         failed = finish.reason == "error"
         error = (chat.error or "error") if failed else None
         self._end_request(chat, ctx, error=error or _unfinished(finish))
@@ -357,7 +360,7 @@ class Otel:
             return
         span = tool.span
         if error is None and tool.is_error:
-            error = "TOOL_ERROR"
+            error = ErrorCode.TOOL_FAILED
         if self.capture_content and call is not None:
             self._tool_content(span, ctx, call)
         if error is not None:
@@ -407,7 +410,7 @@ def _last(messages: tuple[Message, ...], role: str) -> Message | None:
 
 
 def _provider(name: str) -> str:
-    return n.PROVIDERS.get(name, name or "ollm")
+    return n.PROVIDERS.get(name, name)
 
 
 def _options(request: ProviderRequest) -> dict[str, Any]:
