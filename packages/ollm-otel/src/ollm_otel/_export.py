@@ -17,6 +17,7 @@ Internal: the public names are re-exported by ``ollm_otel``.
 from __future__ import annotations
 
 import atexit
+import importlib
 import logging
 import os
 import threading
@@ -95,10 +96,12 @@ def configure(
     resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "ollm"})
     # The SDK's own exit handlers wait for a hanging exporter without a bound: ours does.
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    spans = span_exporter if span_exporter is not None else _span_exporter(env)
+    spans = span_exporter if span_exporter is not None else _exporter(env, "OTEL_TRACES_EXPORTER")
     if spans is not None:
         tracer_provider.add_span_processor(BatchSpanProcessor(spans))
-    metrics = metric_exporter if metric_exporter is not None else _metric_exporter(env)
+    metrics = (
+        metric_exporter if metric_exporter is not None else _exporter(env, "OTEL_METRICS_EXPORTER")
+    )
     readers = [PeriodicExportingMetricReader(metrics)] if metrics is not None else []
     meter_provider = MeterProvider(
         resource=resource, metric_readers=readers, shutdown_on_exit=False
@@ -124,24 +127,31 @@ def _choice(env: Mapping[str, str], name: str) -> str:
     return value
 
 
-def _span_exporter(env: Mapping[str, str]) -> Any:
-    if _choice(env, "OTEL_TRACES_EXPORTER") == "none":
-        return None
-    try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    except ImportError:
-        raise RuntimeError(f"sending traces needs the OTLP exporter. {_INSTALL}") from None
-    return OTLPSpanExporter()
+# What each variable's ``otlp`` is: the module and class of its exporter, what it sends.
+_OTLP = {
+    "OTEL_TRACES_EXPORTER": (
+        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+        "OTLPSpanExporter",
+        "traces",
+    ),
+    "OTEL_METRICS_EXPORTER": (
+        "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+        "OTLPMetricExporter",
+        "metrics",
+    ),
+}
 
 
-def _metric_exporter(env: Mapping[str, str]) -> Any:
-    if _choice(env, "OTEL_METRICS_EXPORTER") == "none":
+def _exporter(env: Mapping[str, str], variable: str) -> Any:
+    """The exporter ``variable`` names (``None`` for ``none``)."""
+    if _choice(env, variable) == "none":
         return None
+    module, name, sends = _OTLP[variable]
     try:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        exporter = getattr(importlib.import_module(module), name)
     except ImportError:
-        raise RuntimeError(f"sending metrics needs the OTLP exporter. {_INSTALL}") from None
-    return OTLPMetricExporter()
+        raise RuntimeError(f"sending {sends} needs the OTLP exporter. {_INSTALL}") from None
+    return exporter()
 
 
 def _flush_timeout(env: Mapping[str, str]) -> float:
