@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 from otel_helpers import Telemetry
+from otel_helpers import chat as chat_scripted
 
 import ollm
 from ollm_openai import OpenAIProvider
@@ -244,3 +245,14 @@ async def test_a_chat_that_fails_before_its_first_request_still_has_its_span(
     assert agent.name == "invoke_agent"
     assert agent.attributes["error.type"] == result.error.code
     assert "gen_ai.provider.name" not in (agent.attributes or {})
+
+
+@pytest.mark.anyio
+async def test_a_chat_joins_the_trace_of_the_callers_current_span(telemetry: Telemetry) -> None:
+    tracer = telemetry.tracer_provider.get_tracer("app")
+    with tracer.start_as_current_span("handle request") as outer:
+        assert (await chat_scripted(telemetry.otel())).ok
+    [agent] = telemetry.named("invoke_agent")
+    assert agent.parent is not None
+    assert agent.parent.span_id == outer.get_span_context().span_id
+    assert agent.context.trace_id == outer.get_span_context().trace_id
