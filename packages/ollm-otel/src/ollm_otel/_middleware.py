@@ -61,6 +61,7 @@ CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 CONTENT_LIMIT = 16384
 """Characters an attribute of content holds at most, unless ``Otel`` is told otherwise."""
+MIN_CONTENT_LIMIT = 64
 
 # Events that a reply streams: any other event says the reply has ended.
 _CHUNKS = (TextEvent, ThinkingEvent, ToolCallStartEvent, ToolCallDeltaEvent)
@@ -128,8 +129,11 @@ class Otel:
         agent_name: str | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        if not (isinstance(content_limit, int) and content_limit > 0):
-            raise ValueError(f"content_limit must be a positive number, not {content_limit!r}")
+        if not (isinstance(content_limit, int) and content_limit >= MIN_CONTENT_LIMIT):
+            raise ValueError(
+                f"content_limit must be a number of characters of at least "
+                f"{MIN_CONTENT_LIMIT}, not {content_limit!r}"
+            )
         env = os.environ if environ is None else environ
         if capture_content is None:
             capture_content = env.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
