@@ -96,11 +96,12 @@ class _Tool:
 class _Chat:
     """What ``Otel`` keeps about one chat (in ``ctx.state["otel"]``)."""
 
-    __slots__ = ("agent", "error", "request", "server", "tools")
+    __slots__ = ("agent", "error", "mcp_prefixes", "request", "server", "tools")
 
-    def __init__(self, agent: Span, server: dict[str, Any]) -> None:
+    def __init__(self, agent: Span, server: dict[str, Any], mcp_prefixes: tuple[str, ...]) -> None:
         self.agent = agent
         self.server = server
+        self.mcp_prefixes = mcp_prefixes
         self.request: _Request | None = None
         self.tools: dict[str, _Tool] = {}
         self.error: str | None = None
@@ -193,7 +194,7 @@ class Otel:
                 name = f"{name} {self.agent_name}"
             # The caller's current span, if any, is the parent: the chat joins its trace.
             agent = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
-            chat = ctx.state["otel"] = _Chat(agent, _server(ctx))
+            chat = ctx.state["otel"] = _Chat(agent, _server(ctx), _mcp_prefixes(ctx))
         return chat
 
     async def on_request(
@@ -267,6 +268,10 @@ class Otel:
             n.TOOL_TYPE: "function",
             n.CONVERSATION_ID: ctx.conversation_id,
         }
+        if call.name.startswith(chat.mcp_prefixes):
+            # A tool of an MCP server: it runs there, called with tools/call.
+            attributes[n.TOOL_TYPE] = "extension"
+            attributes[n.MCP_METHOD_NAME] = "tools/call"
         span = self._tracer.start_span(
             f"{n.EXECUTE_TOOL} {call.name}",
             context=set_span_in_context(chat.agent),
@@ -445,6 +450,18 @@ def _usage(usage: Usage) -> dict[str, int]:
     if usage.reasoning_tokens is not None:
         found[n.USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
     return found
+
+
+def _mcp_prefixes(ctx: MiddlewareContext) -> tuple[str, ...]:
+    """The prefixes of the client's MCP servers' tools (``git_`` for the server ``git``):
+    its toolsets that ollm-mcp made, known by their module (ollm_mcp is not imported)."""
+    toolsets = getattr(ctx.client, "toolsets", ())
+    return tuple(
+        f"{toolset.name}_"
+        for toolset in toolsets
+        if type(toolset).__module__.startswith("ollm_mcp.")
+        and isinstance(getattr(toolset, "name", None), str)
+    )
 
 
 def _server(ctx: MiddlewareContext) -> dict[str, Any]:
