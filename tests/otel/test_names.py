@@ -61,6 +61,9 @@ async def test_every_name_written_is_in_the_conventions(telemetry: Telemetry) ->
     for span in spans:
         operation = str(span.attributes["gen_ai.operation.name"])
         assert span.name.split(" ")[0] == operation
+    first, second = sorted(telemetry.named("chat"), key=lambda s: s.start_time or 0)
+    assert first.attributes["gen_ai.usage.reasoning.output_tokens"] == 2
+    assert second.attributes["gen_ai.usage.cache_read.input_tokens"] == 8
     metrics = telemetry.metrics()
     assert set(metrics) <= METRICS
     assert {"gen_ai.client.operation.duration", "gen_ai.client.token.usage"} <= set(metrics)

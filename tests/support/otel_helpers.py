@@ -68,7 +68,10 @@ def lookup(city: str) -> str:
 
 def provider(name: str = "scripted") -> ScriptedProvider:
     return ScriptedProvider(
-        Reply(tool_calls=[("lookup", {"city": "Paris"})], usage=ollm.Usage(12, 3, 15)),
+        Reply(
+            tool_calls=[("lookup", {"city": "Paris"})],
+            usage=ollm.Usage(12, 3, 15, reasoning_tokens=2),
+        ),
         Reply(f"Sunny. Your key: {KEY}", usage=ollm.Usage(30, 5, 35, cached_tokens=8)),
         name=name,
     )
