@@ -23,7 +23,6 @@ import os
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import msgspec
 from opentelemetry import metrics, trace
@@ -46,6 +45,7 @@ from ollm.types import (
     TurnCompleteEvent,
     Usage,
 )
+from ollm_otel import _attributes as attribute
 from ollm_otel import _names as n
 from ollm_otel._content import capped, capped_text, capped_value, message_json, system_json
 from ollm_otel._version import __version__
@@ -65,7 +65,6 @@ MIN_CONTENT_LIMIT = 64
 
 # Events that a reply streams: any other event says the reply has ended.
 _CHUNKS = (TextEvent, ThinkingEvent, ToolCallStartEvent, ToolCallDeltaEvent)
-_FIRST_CHUNKS = (TextEvent, ThinkingEvent, ToolCallStartEvent, ToolCallDeltaEvent)
 
 
 class _Request:
@@ -185,7 +184,7 @@ class Otel:
                 n.CONVERSATION_ID: ctx.conversation_id,
             }
             if ctx.provider:  # unknown when the chat failed before choosing one
-                attributes[n.PROVIDER_NAME] = _provider(ctx.provider)
+                attributes[n.PROVIDER_NAME] = attribute.provider(ctx.provider)
             if ctx.model:
                 attributes[n.REQUEST_MODEL] = ctx.model
             name = n.INVOKE_AGENT
@@ -194,7 +193,9 @@ class Otel:
                 name = f"{name} {self.agent_name}"
             # The caller's current span, if any, is the parent: the chat joins its trace.
             agent = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
-            chat = ctx.state["otel"] = _Chat(agent, _server(ctx), _mcp_prefixes(ctx))
+            chat = ctx.state["otel"] = _Chat(
+                agent, attribute.server(ctx), attribute.mcp_prefixes(ctx)
+            )
         return chat
 
     async def on_request(
@@ -205,13 +206,13 @@ class Otel:
         self._end_request(chat, ctx)  # one the token limit kept from being sent
         attributes: dict[str, Any] = {
             n.OPERATION_NAME: n.CHAT,
-            n.PROVIDER_NAME: _provider(ctx.provider),
+            n.PROVIDER_NAME: attribute.provider(ctx.provider),
             n.REQUEST_MODEL: request.model,
             **chat.server,
         }
         metric_attributes = dict(attributes)
         attributes[n.CONVERSATION_ID] = ctx.conversation_id
-        attributes.update(_options(request))
+        attributes.update(attribute.options(request))
         if self.capture_content:
             attributes.update(self._input(request))
         span = self._tracer.start_span(
@@ -302,7 +303,7 @@ class Otel:
         agent = chat.agent
         agent.set_attribute(n.RESPONSE_FINISH_REASONS, [finish.reason])
         if finish.usage is not None:
-            agent.set_attributes(_usage(finish.usage))
+            agent.set_attributes(attribute.usage(finish.usage))
         if error is not None:
             agent.set_attribute(n.ERROR_TYPE, error)
             agent.set_status(Status(StatusCode.ERROR))
@@ -340,7 +341,7 @@ class Otel:
                         capped([message_json(output, shown)], self.content_limit),
                     )
         if usage is not None:
-            span.set_attributes(_usage(usage))
+            span.set_attributes(attribute.usage(usage))
             self._tokens.record(usage.prompt_tokens, {**attributes, n.TOKEN_TYPE: "input"})
             self._tokens.record(usage.completion_tokens, {**attributes, n.TOKEN_TYPE: "output"})
         if request.first_chunk is not None:
@@ -416,73 +417,3 @@ def _last(messages: tuple[Message, ...], role: str) -> Message | None:
         if message.role == role:
             return message
     return None
-
-
-def _provider(name: str) -> str:
-    return n.PROVIDERS.get(name, name)
-
-
-def _options(request: ProviderRequest) -> dict[str, Any]:
-    options = request.options
-    found: dict[str, Any] = {}
-    for attribute, value in (
-        (n.REQUEST_MAX_TOKENS, options.max_tokens),
-        (n.REQUEST_TEMPERATURE, options.temperature),
-        (n.REQUEST_TOP_P, options.top_p),
-        (n.REQUEST_TOP_K, options.top_k),
-        (n.REQUEST_SEED, options.seed),
-    ):
-        if value is not None:
-            found[attribute] = value
-    if options.stop:
-        found[n.REQUEST_STOP_SEQUENCES] = list(options.stop)
-    found[n.OUTPUT_TYPE] = "json" if request.response_format is not None else "text"
-    return found
-
-
-def _usage(usage: Usage) -> dict[str, int]:
-    found = {
-        n.USAGE_INPUT_TOKENS: usage.prompt_tokens,
-        n.USAGE_OUTPUT_TOKENS: usage.completion_tokens,
-    }
-    if usage.cached_tokens is not None:
-        found[n.USAGE_CACHE_READ_INPUT_TOKENS] = usage.cached_tokens
-    if usage.reasoning_tokens is not None:
-        found[n.USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
-    return found
-
-
-def _mcp_prefixes(ctx: MiddlewareContext) -> tuple[str, ...]:
-    """The prefixes of the client's MCP servers' tools (``git_`` for the server ``git``):
-    its toolsets that ollm-mcp made, known by their module (ollm_mcp is not imported)."""
-    toolsets = getattr(ctx.client, "toolsets", ())
-    return tuple(
-        f"{toolset.name}_"
-        for toolset in toolsets
-        if type(toolset).__module__.startswith("ollm_mcp.")
-        and isinstance(getattr(toolset, "name", None), str)
-    )
-
-
-def _server(ctx: MiddlewareContext) -> dict[str, Any]:
-    """``server.address`` and ``server.port`` of the chat's provider, when it has a URL."""
-    try:
-        chosen = ctx.client.settings.provider
-        provider = (
-            ctx.client.registries.providers.get(chosen or None)
-            if chosen is None or isinstance(chosen, str)
-            else chosen
-        )
-        url = getattr(provider, "url", None)
-        if not isinstance(url, str):
-            return {}
-        parts = urlsplit(url)
-        found: dict[str, Any] = {}
-        if parts.hostname:
-            found[n.SERVER_ADDRESS] = parts.hostname
-        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-        if port:
-            found[n.SERVER_PORT] = port
-        return found
-    except Exception:  # a provider that cannot say: no address, and the chat goes on
-        return {}
