@@ -110,3 +110,25 @@ def test_plugins_lists_otel_and_trace_without_ollm_otel_says_what_to_install(
     assert blocked.returncode != 0
     assert "pip install 'ollm-otel[export]'" in blocked.stderr
     assert "Traceback" not in blocked.stderr
+
+
+def test_variables_set_for_other_programs_never_fail_a_chat_but_trace_does(
+    server: FakeOpenAIServer,
+) -> None:
+    # An exporter ollm-otel cannot start (as when its SDK is not installed): the variables
+    # alone give a warning and an untraced chat; --trace, asked for, fails in words.
+    unwell = {"OTEL_TRACES_EXPORTER": "zipkin"}
+    done = ollm_chat(server, **unwell)
+    assert "warning: traces are off" in done.stderr
+    assert "traceparent" not in server.chat_requests[0].headers
+    asked = subprocess.run(
+        [OLLM, "chat", "-p", "openai", "-m", MODEL, "--trace", "Hi"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=otel_free_env(OPENAI_BASE_URL=server.base_url, **unwell),
+    )
+    assert asked.returncode == 1, asked.stderr
+    assert "zipkin" in asked.stderr
+    assert "Traceback" not in asked.stderr

@@ -115,6 +115,17 @@ def _run(
     traced = with_tracing(
         config.middleware, asked=args.trace, installed=registries.middleware, environ=os.environ
     )
+    if traced != config.middleware and not args.trace:
+        # Turned on by the OTEL_* variables alone (set for other programs, perhaps): a
+        # tracing set-up that cannot start is a warning, never a chat that fails.
+        try:
+            registries.middleware.create(TRACE_MIDDLEWARE)
+        except PluginError as exc:
+            terminal.warn(
+                f"traces are off: {exc.message} (unset OTEL_EXPORTER_OTLP_ENDPOINT "
+                "and OTEL_TRACES_EXPORTER to silence this)"
+            )
+            traced = config.middleware
     config = dataclasses.replace(config, middleware=traced)
     for name in config.middleware:
         if name not in registries.middleware:
