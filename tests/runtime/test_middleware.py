@@ -448,3 +448,20 @@ async def test_a_middleware_object_needs_a_middleware_method() -> None:
         ollm.ChatClient(ollm.Registries(), middleware=[object()])
     with pytest.raises(TypeError, match="list of names"):
         ollm.ChatClient(ollm.Registries(), middleware="audit")  # type: ignore[arg-type]
+
+
+async def test_a_chat_left_before_its_finish_tells_on_finish_it_was_cancelled(
+    anyio_backend: str,
+) -> None:
+    log: list[tuple[str, str]] = []
+    chat_client = client(ScriptedProvider("hello there", "again"), middleware=[Recorder("r", log)])
+    stream = chat_client.chat("hi")
+    async for event in stream:
+        if isinstance(event, ollm.TextEvent):
+            break  # the caller has what it wanted
+    await stream.aclose()
+    assert log[-1] == ("r", "finish cancelled")
+    assert [entry for entry in log if entry[1].startswith("finish")] == [("r", "finish cancelled")]
+    assert not chat_client.conversation.busy
+    assert_history_valid(chat_client.conversation)
+    assert (await chat_client.run("and now?")).ok

@@ -15,7 +15,7 @@ its layout may change in any release.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 import anyio
@@ -141,6 +141,7 @@ class ChatRun:
 
     async def _through_middleware(self) -> AsyncGenerator[ChatEvent, None]:
         inner = self.events()
+        finished = False
         try:
             try:
                 async for event in inner:
@@ -150,6 +151,7 @@ class ChatRun:
                         continue
                     if type(event) is FinishEvent:
                         await inner.aclose()  # the chat has ended: settled, released
+                        finished = True
                         passed = await chain.event(event) if chain.events else []
                         await chain.finish(event)
                         for item in passed:
@@ -171,6 +173,12 @@ class ChatRun:
                     yield FinishEvent("error", self.usage)
         finally:
             await inner.aclose()
+            chain = self.chain
+            if not finished and chain is not None and not self.middleware_failed:
+                # The caller left before the finish (a break, a closed stream): the chat
+                # ended cancelled, and each middleware still hears of it (a trace ends).
+                with anyio.CancelScope(shield=True):
+                    await _quietly(chain.finish(FinishEvent("cancelled", self.usage)))
 
     async def events(self) -> AsyncGenerator[ChatEvent, None]:
         """Run the chat, yielding its events; the last one is always a ``FinishEvent``."""
@@ -684,3 +692,12 @@ class _Ran:
         self.message = message
         self.outcomes: list[ToolOutcome] = []
         self.failure: MiddlewareError | None = None
+
+
+async def _quietly(done: Awaitable[None]) -> None:
+    # A middleware that fails while a stream is being closed is logged, not raised: the
+    # caller closing it has nobody left to tell.
+    try:
+        await done
+    except MiddlewareError as exc:
+        log.warning("%s", exc.message)

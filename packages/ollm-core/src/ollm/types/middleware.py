@@ -11,7 +11,8 @@ A middleware is any object with one or more of these methods, each ``async`` or 
   arguments, refuse it, or have a person asked);
 - ``after_tool_call(ctx, call, result) -> result``: the tool's ``ToolResult``;
 - ``on_message(ctx, message) -> message``: each message as it enters the history;
-- ``on_finish(ctx, finish)``: once, when the chat ends.
+- ``on_finish(ctx, finish)``: once, when the chat ends (``cancelled`` when the caller
+  left before the end: a ``break``, a closed stream).
 
 See the hook ``ollm_middleware`` and the "Middleware" section of docs/plugins.md.
 """
