@@ -57,6 +57,7 @@ __all__ = [
     "MiddlewareError",
     "ModelNotFoundError",
     "OllmError",
+    "OutputInvalidError",
     "PluginError",
     "ProviderError",
     "ProviderNotFoundError",
@@ -112,6 +113,7 @@ class ErrorCode:
     LOGS_UNAVAILABLE = "LOGS_UNAVAILABLE"
     MIDDLEWARE_FAILED = "MIDDLEWARE_FAILED"
     TOOL_DENIED = "TOOL_DENIED"
+    OUTPUT_INVALID = "OUTPUT_INVALID"
 
 
 class OllmError(Exception):
@@ -246,6 +248,21 @@ class MiddlewareError(UsageError):
     code = ErrorCode.MIDDLEWARE_FAILED
 
 
+class OutputInvalidError(ServerError):
+    """The model's answer never matched the output's type (``chat(..., output=T)``),
+    even after its corrections. ``raw`` is its last reply, ``errors`` what was wrong with
+    it (``$.age: expected int, got str``); the history keeps every attempt."""
+
+    code = ErrorCode.OUTPUT_INVALID
+
+    def __init__(
+        self, message: str, *, raw: str = "", errors: tuple[str, ...] = (), **kwargs: Any
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.raw = raw
+        self.errors = errors
+
+
 class TokenLimitError(UsageError):
     """A request would not fit in the model's context window; nothing was sent."""
 
@@ -332,6 +349,7 @@ _BY_CODE: dict[str, type[OllmError]] = {
     cls.code: cls
     for cls in (
         ConnectionFailedError,
+        OutputInvalidError,
         RequestTimeoutError,
         ModelNotFoundError,
         ToolsUnsupportedError,

@@ -21,6 +21,7 @@ from typing import Any
 
 import pluggy
 
+from ollm.types.output import OutputStrategySpec
 from ollm.types.provider import ProviderAdapter
 from ollm.types.specs import (
     MiddlewareSpec,
@@ -35,6 +36,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "ollm_middleware",
+    "ollm_output_strategies",
     "ollm_providers",
     "ollm_token_counters",
     "ollm_tool_strategies",
@@ -104,6 +106,22 @@ def ollm_tool_strategies() -> Sequence[StrategySpec]:  # type: ignore[empty-body
     Return ``StrategySpec(name, factory, description)``; ``factory()`` builds one
     ``ollm.ToolStrategy`` per chat. The runtime uses a strategy when a chat asks for it
     by name, and ``react`` also when a model cannot take tools natively.
+    """
+
+
+@hookspec
+def ollm_output_strategies() -> Sequence[OutputStrategySpec]:  # type: ignore[empty-body]
+    """Contribute an output strategy: a way of asking a model for typed output (the
+    twin of ``ollm_tool_strategies``; ``ollm-react`` contributes ``prompted``).
+
+    Return ``OutputStrategySpec(name, factory, description)``; ``factory()`` builds one
+    ``ollm.OutputStrategy`` per chat: ``prepare(request, schema)`` returns the request
+    asking for a JSON value of ``schema`` (a grammar for a local model, say, or the
+    schema in words), ``extract(text)`` the JSON text in the reply, and ``constrains``
+    says whether the server is expected to enforce the schema. The runtime validates
+    what ``extract`` returns with msgspec, always, and sends corrections itself. It
+    uses ``native`` unless a chat names another (``output_strategy=``), and
+    ``prompted`` for a model that ignored the native constraint and with ReAct.
     """
 
 

@@ -46,6 +46,7 @@ from ollm.plugins.settings import PluginSettings, environment_name
 from ollm.registries import Registries
 from ollm.registries.providers import describe_failure
 from ollm.tools.tool import Tool
+from ollm.types.output import OutputStrategySpec
 from ollm.types.specs import (
     MiddlewareSpec,
     PluginRecord,
@@ -84,6 +85,7 @@ HOOKS = (
     "ollm_tool_strategies",
     "ollm_toolsets",
     "ollm_middleware",
+    "ollm_output_strategies",
 )
 
 log = logging.getLogger(__name__)
@@ -124,6 +126,7 @@ class _Contribution:
     strategies: list[StrategySpec] = field(default_factory=list)
     toolsets: list[ToolsetSpec] = field(default_factory=list)
     middleware: list[MiddlewareSpec] = field(default_factory=list)
+    outputs: list[OutputStrategySpec] = field(default_factory=list)
 
 
 def discover(
@@ -289,6 +292,8 @@ def _collect(hook: str, result: object, into: _Contribution, registries: Registr
             into.toolsets.append(_expect(item, ToolsetSpec, hook))
         elif hook == "ollm_middleware":
             into.middleware.append(_expect(item, MiddlewareSpec, hook))
+        elif hook == "ollm_output_strategies":
+            into.outputs.append(_expect(item, OutputStrategySpec, hook))
         else:
             into.strategies.append(_expect(item, StrategySpec, hook))
 
@@ -379,6 +384,15 @@ def _settle_clashes(
         for m in contribution.middleware
         if keep("middleware", m.name, lambda n: n in registries.middleware)
     ]
+    contribution.outputs = [
+        o
+        for o in contribution.outputs
+        if keep(
+            "output strategy",
+            o.name,
+            lambda n: n in registries.output_strategies or n == "native",
+        )
+    ]
     return skipped
 
 
@@ -405,6 +419,8 @@ def _commit(contribution: _Contribution, registries: Registries, plugin: str) ->
         registries.toolsets.register(toolset, replace=True)
     for middleware in contribution.middleware:
         registries.middleware.register(middleware, replace=True)
+    for output in contribution.outputs:
+        registries.output_strategies.register(output, replace=True)
 
 
 def _summary(contribution: _Contribution) -> dict[str, list[str]]:
@@ -415,6 +431,7 @@ def _summary(contribution: _Contribution) -> dict[str, list[str]]:
         "tool_strategies": [s.name for s in contribution.strategies],
         "toolsets": [s.name for s in contribution.toolsets],
         "middleware": [m.name for m in contribution.middleware],
+        "output_strategies": [o.name for o in contribution.outputs],
     }
     return {k: v for k, v in summary.items() if v}
 

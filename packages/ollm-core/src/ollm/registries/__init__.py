@@ -1,5 +1,5 @@
-"""Registries of providers, tools, token counters, tool-calling strategies, toolsets and
-middleware.
+"""Registries of providers, tools, token counters, tool-calling strategies, toolsets,
+middleware and output strategies.
 
 Internal: not part of ollm's public API (import its public names from ``ollm``:
 ``ollm.ProviderRegistry``...); its layout may change in any release.
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ollm.registries.middleware import MiddlewareRegistry
+from ollm.registries.outputs import OutputStrategyRegistry
 from ollm.registries.providers import ProviderRegistry
 from ollm.registries.strategies import StrategyRegistry
 from ollm.registries.tokens import (
@@ -25,6 +26,7 @@ from ollm.types.specs import PluginRecord
 
 __all__ = [
     "MiddlewareRegistry",
+    "OutputStrategyRegistry",
     "ProviderRegistry",
     "Registries",
     "StrategyRegistry",
@@ -53,6 +55,7 @@ class Registries:
     strategies: StrategyRegistry = field(default_factory=StrategyRegistry)
     toolsets: ToolsetRegistry = field(default_factory=ToolsetRegistry)
     middleware: MiddlewareRegistry = field(default_factory=MiddlewareRegistry)
+    output_strategies: OutputStrategyRegistry = field(default_factory=OutputStrategyRegistry)
     plugins: list[PluginRecord] = field(default_factory=list)
 
     async def aclose(self) -> None:

@@ -6,9 +6,9 @@ import logging
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ollm.errors import error_from_code
+from ollm.errors import ErrorCode, OllmError, OutputInvalidError, error_from_code
 from ollm.registries import Registries
 from ollm.runtime.context import RunContext
 from ollm.runtime.conversation import Conversation
@@ -22,6 +22,7 @@ from ollm.types.events import (
     ErrorEvent,
     FinishEvent,
     FinishReason,
+    OutputEvent,
     TextEvent,
     ToolCallResultEvent,
     Usage,
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ChatClient", "ChatResult", "ChatStream", "Prompt"]
 
+T = TypeVar("T")
+
 log = logging.getLogger(__name__)
 
 Prompt = str | Message | Sequence[Part] | None
@@ -47,7 +50,16 @@ the conversation as it stands."""
 class ChatResult:
     """What ``ChatClient.run`` returns: the reply, the new messages, usage and why it ended."""
 
-    __slots__ = ("error", "finish_reason", "messages", "text", "tool_results", "usage")
+    __slots__ = (
+        "error",
+        "finish_reason",
+        "has_output",
+        "messages",
+        "output",
+        "text",
+        "tool_results",
+        "usage",
+    )
 
     def __init__(
         self,
@@ -64,6 +76,9 @@ class ChatResult:
         self.finish_reason = finish_reason
         self.error = error
         self.tool_results = tool_results
+        # The typed output's value, when the chat asked for one and got it.
+        self.output: Any = None
+        self.has_output = False
 
     @property
     def ok(self) -> bool:
@@ -73,7 +88,7 @@ class ChatResult:
     def raise_for_error(self) -> ChatResult:
         """Raise the ``OllmError`` the chat ended with, if any; else return self."""
         if self.error is not None:
-            raise error_from_code(self.error.code, self.error.message)
+            raise _raised(self.error)
         return self
 
     def __repr__(self) -> str:
@@ -244,6 +259,9 @@ class ChatClient:
         approval: ApprovalPolicy | Sequence[ApprovalRule] | None = None,
         approver: Approver | None = None,
         tool_call_deltas: bool = False,
+        output: Any = None,
+        output_retries: int = 2,
+        output_strategy: str = "auto",
     ) -> None:
         if registries is not None and not isinstance(registries, Registries):
             raise TypeError("registries must be an ollm.Registries")
@@ -270,6 +288,9 @@ class ChatClient:
             approval=approval,  # type: ignore[arg-type]  # a list becomes a policy
             approver=approver,
             tool_call_deltas=tool_call_deltas,
+            output=output,
+            output_retries=output_retries,
+            output_strategy=output_strategy,
         )
         self.conversation = conversation if conversation is not None else Conversation()
 
@@ -307,12 +328,19 @@ class ChatClient:
         approval: ApprovalPolicy | Sequence[ApprovalRule] | None = None,
         approver: Approver | None = None,
         tool_call_deltas: bool | None = None,
+        output: Any = None,
+        output_retries: int | None = None,
+        output_strategy: str | None = None,
     ) -> ChatStream:
         """Start a chat; iterate the returned stream for its events.
 
         With no ``prompt``, the conversation is sent as it stands; if its last reply
         has calls that were never answered (a chat stopped while a person was asked
         about them), they are decided (asked about again) and run first.
+
+        With ``output=T`` the chat asks for typed output (see ``ChatSettings``): it
+        streams as usual, with ``PartialOutputEvent``s while the value streams, and ends
+        with one ``OutputEvent`` holding a validated ``T``, or an ``OUTPUT_INVALID`` error.
         """
         settings = self.settings.with_overrides(
             provider=provider,
@@ -334,6 +362,9 @@ class ChatClient:
             approval=as_policy(approval),
             approver=approver,
             tool_call_deltas=tool_call_deltas,
+            output=output,
+            output_retries=output_retries,
+            output_strategy=output_strategy,
         )
         if abort is not None and not isinstance(abort, AbortSignal):
             raise TypeError("abort must be an ollm.AbortSignal")
@@ -343,14 +374,41 @@ class ChatClient:
         )
         return ChatStream(run)
 
-    async def run(self, prompt: Prompt = None, **kwargs: Any) -> ChatResult:
+    @overload
+    async def run(self, prompt: Prompt = None, *, output: type[T], **kwargs: Any) -> T: ...
+
+    @overload
+    async def run(self, prompt: Prompt = None, *, output: object, **kwargs: Any) -> Any: ...
+
+    @overload
+    async def run(self, prompt: Prompt = None, **kwargs: Any) -> ChatResult: ...
+
+    async def run(self, prompt: Prompt = None, **kwargs: Any) -> Any:
         """Run a chat to its end; return the final text, the new messages and usage.
 
         Takes the same keyword arguments as ``chat()``. Errors do not raise: they are in
         ``result.error`` (call ``result.raise_for_error()`` to raise them). No one sees
         its events, so a call that needs a person's approval is refused, unless an
         ``approver`` answers.
+
+        With ``output=T`` (typed output, on this call or the client) it returns the
+        validated ``T`` itself, and raises the ``OllmError`` the chat ended with instead:
+        ``OutputInvalidError`` (its ``raw`` the model's last reply, its ``errors`` what
+        was wrong) when the answer never matched; the history keeps every attempt.
         """
+        result = await self._run(prompt, **kwargs)
+        if kwargs.get("output") is None and self.settings.output is None:
+            return result
+        if result.error is not None:
+            raise _raised(result.error)
+        if not result.has_output:
+            raise OllmError(
+                f"The chat ended ({result.finish_reason}) before the model gave its value.",
+                code=ErrorCode.OUTPUT_INVALID,
+            )
+        return result.output
+
+    async def _run(self, prompt: Prompt = None, **kwargs: Any) -> ChatResult:
         stream = self.chat(prompt, **kwargs)
         stream._run.answerable = False
         conversation = stream.conversation
@@ -359,9 +417,12 @@ class ChatClient:
         results: list[ToolCallResultEvent] = []
         error: ErrorEvent | None = None
         finish = FinishEvent("error")
+        output: list[OutputEvent] = []
         async with stream:
             async for event in stream:
-                if isinstance(event, TextEvent):
+                if isinstance(event, OutputEvent):
+                    output.append(event)
+                elif isinstance(event, TextEvent):
                     text.append(event.text)
                 elif isinstance(event, ToolCallResultEvent):
                     results.append(event)
@@ -370,7 +431,7 @@ class ChatClient:
                     error = event
                 elif isinstance(event, FinishEvent):
                     finish = event
-        return ChatResult(
+        result = ChatResult(
             text="".join(text),
             messages=list(conversation.messages[start:]),
             usage=finish.usage or Usage(),
@@ -378,6 +439,10 @@ class ChatClient:
             error=error,
             tool_results=results,
         )
+        if output:
+            result.output = output[-1].value
+            result.has_output = True
+        return result
 
     def new_conversation(self) -> Conversation:
         """Start afresh: the client's next chats use a new, empty conversation."""
@@ -402,6 +467,14 @@ class ChatClient:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _raised(error: ErrorEvent) -> OllmError:
+    """The exception of an error event (an ``OUTPUT_INVALID`` one with its raw text and
+    errors)."""
+    if error.code == ErrorCode.OUTPUT_INVALID:
+        return OutputInvalidError(error.message, raw=error.raw or "", errors=error.errors)
+    return error_from_code(error.code, error.message)
 
 
 def _prepare_tools(tools: Sequence[ToolItem]) -> tuple[str | Tool | Toolset, ...]:

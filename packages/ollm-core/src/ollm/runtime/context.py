@@ -42,6 +42,8 @@ class RunContext:
     - ``middleware(items)``: the layers of the middleware a chat names (each installed
       one built once per client);
     - ``refused``: the (provider, model) pairs that refused native tools (ReAct then);
+    - ``format_ignored``: the (provider, model) pairs whose server ignored the native
+      output constraint (typed output is asked for in the prompt then);
     - ``approved``: the tools a person approved for every chat of the client.
     """
 
@@ -51,6 +53,7 @@ class RunContext:
         "_toolset_sessions",
         "approved",
         "client",
+        "format_ignored",
         "refused",
     )
 
@@ -60,6 +63,7 @@ class RunContext:
         self._capabilities: dict[tuple[str, str], ModelCapabilities] = {}
         self._built: dict[str, object] = {}
         self.refused: set[tuple[str, str]] = set()
+        self.format_ignored: set[tuple[str, str]] = set()
         self.approved: set[str] = set()
 
     @property

@@ -25,6 +25,7 @@ from ollm.errors import ErrorCode, MiddlewareError, OllmError
 from ollm.registries.strategies import StrategyRegistry
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.native import NativeStrategy
+from ollm.runtime.output import OutputStep
 from ollm.runtime.provider_stream import error_event, guarded, not_an_event
 from ollm.runtime.selection import StrategySelection
 from ollm.runtime.settings import DEFAULT_CONTEXT_WINDOW, ChatSettings
@@ -40,6 +41,7 @@ from ollm.types.events import (
     ErrorEvent,
     FinishEvent,
     NoticeEvent,
+    PartialOutputEvent,
     ProviderEvent,
     TextEvent,
     ThinkingEvent,
@@ -104,9 +106,10 @@ class ChatRun:
         self._step: ApprovalStep | None = None
         # The turn under way: its partial reply is kept if the chat is left early.
         self._turn: Turn | None = None
-        self._stream: AsyncIterator[ProviderEvent] | None = None
+        self._stream: AsyncIterator[ProviderEvent | PartialOutputEvent] | None = None
         self._toolsets: ToolsetSessions | None = None
         self._settled = False
+        self.output: OutputStep | None = None
 
     def detach(self) -> None:
         """The caller left the chat without closing it (``break``, a dropped stream).
@@ -231,9 +234,12 @@ class ChatRun:
                     turn = self._turn = Turn(number, self.conversation)
                     add_text = turn.text_parts.append
                     try:
+                        stream: AsyncIterator[ProviderEvent | PartialOutputEvent]
                         stream = self.strategy.stream(provider, request)
                         if not getattr(provider, "handles_abort", False):
                             stream = guarded(stream, abort)
+                        if self.output is not None:
+                            stream = self.output.watch(stream)
                         self._stream = stream
                         async for event in stream:
                             if type(event) is TextEvent:
@@ -251,7 +257,11 @@ class ChatRun:
                             elif type(event) is ErrorEvent:
                                 turn.error = event
                                 break
-                            elif type(event) is NoticeEvent or type(event) is ToolCallDeltaEvent:
+                            elif (
+                                type(event) is NoticeEvent
+                                or type(event) is ToolCallDeltaEvent
+                                or type(event) is PartialOutputEvent
+                            ):
                                 yield event
                             else:
                                 turn.error = not_an_event(event, provider.name)
@@ -427,6 +437,7 @@ class ChatRun:
             self.strategy, notice = self.selection.initial(capabilities)
             if notice is not None:
                 self.notices.append(notice)
+        self.output = OutputStep.of(settings, context, provider.name, model)
         return provider
 
     def _chat_toolsets(self) -> ToolsetSessions:
@@ -441,7 +452,7 @@ class ChatRun:
         options = settings.options
         if settings.context_window and options.context_window is None:
             options = options.merged(type(options)(context_window=settings.context_window))
-        return ProviderRequest(
+        request = ProviderRequest(
             model=self.model,
             messages=self.conversation.messages,
             system_prompt=settings.system,
@@ -454,6 +465,9 @@ class ChatRun:
             tool_call_deltas=settings.tool_call_deltas,
             conversation_id=self.conversation.id,
         )
+        if self.output is not None:
+            request = self.output.prepare(request, self.strategy)
+        return request
 
     async def _next_request(self, number: int) -> ProviderRequest:
         """The request for turn ``number``, checked against the token budget.
@@ -556,10 +570,16 @@ class ChatRun:
             calls=len(calls),
             reason=turn.finish_reason,
         )
+        judged: list[ChatEvent] = []
+        if self.output is not None:
+            last = wrap_up or turn.number >= self.settings.max_turns
+            end, judged = self.output.judge(end, message.text, calls=len(calls), last=last)
         if end.error is not None:
             yield end.error
         if end.complete:
             yield TurnCompleteEvent(turn.number, turn.finish_reason, len(calls), turn.usage)
+        for event in judged:
+            yield event
         if end.feedback is not None:
             self.conversation.append(await self._kept(Message.user(end.feedback)))
         if end.finish is not None:

@@ -53,7 +53,15 @@ class ChatSettings:
       an event of the chat's stream, answered with ``stream.approve(id)`` or
       ``stream.deny(id)`` (``run()`` has no one to ask: the call is refused);
     - ``tool_call_deltas``: also stream each tool call as the model writes it
-      (``ToolCallDeltaEvent``), from providers whose servers stream arguments.
+      (``ToolCallDeltaEvent``), from providers whose servers stream arguments;
+    - ``output``: typed output: a ``msgspec.Struct``, a dataclass, a ``TypedDict``, a
+      ``Literal`` or enum, a list of those, or a JSON Schema dict; the chat ends with an
+      ``OutputEvent`` holding the validated value (``run()`` returns it);
+    - ``output_retries``: corrections a reply that does not validate gets before the
+      chat ends with ``OUTPUT_INVALID`` (each is a turn, within ``max_turns``);
+    - ``output_strategy``: how the output is asked for: ``auto`` (the provider's native
+      constraint and the prompt; the prompt alone with ReAct, or once a server ignored
+      the constraint), ``native``, or another installed output strategy.
     """
 
     provider: str | ProviderAdapter | None = None
@@ -75,6 +83,9 @@ class ChatSettings:
     approval: ApprovalPolicy | None = None
     approver: Approver | None = None
     tool_call_deltas: bool = False
+    output: Any = None
+    output_retries: int = 2
+    output_strategy: str = "auto"
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
@@ -95,6 +106,18 @@ class ChatSettings:
         object.__setattr__(self, "approval", as_policy(self.approval))
         if self.approver is not None and not callable(self.approver):
             raise TypeError("approver must be a function of an ApprovalRequestEvent")
+        if self.output is not None:
+            from ollm.output.schema import OutputType  # only for a chat that asks for one
+
+            OutputType(self.output)  # a type it cannot use raises now, not mid-chat
+        if (
+            not isinstance(self.output_retries, int)
+            or isinstance(self.output_retries, bool)
+            or self.output_retries < 0
+        ):
+            raise ValueError(
+                f"output_retries must be a non-negative integer, not {self.output_retries!r}"
+            )
         if self.middleware_timeout is not None and not self.middleware_timeout > 0:
             raise ValueError(
                 f"middleware_timeout must be positive or None, not {self.middleware_timeout!r}"

@@ -14,7 +14,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -147,10 +147,20 @@ class SyncChatClient:
             self._finalizer = weakref.finalize(self, self._loop.shutdown, self.client)
         return self._loop
 
-    def run(self, prompt: Prompt = None, **kwargs: Any) -> ChatResult:
-        """Run a chat to its end (see ``ChatClient.run``)."""
+    @overload
+    def run(self, prompt: Prompt = None, *, output: type[T], **kwargs: Any) -> T: ...
 
-        async def run() -> ChatResult:
+    @overload
+    def run(self, prompt: Prompt = None, *, output: object, **kwargs: Any) -> Any: ...
+
+    @overload
+    def run(self, prompt: Prompt = None, **kwargs: Any) -> ChatResult: ...
+
+    def run(self, prompt: Prompt = None, **kwargs: Any) -> Any:
+        """Run a chat to its end (see ``ChatClient.run``): a ``ChatResult``, or the
+        validated value with ``output=T``."""
+
+        async def run() -> Any:
             return await self.client.run(prompt, **kwargs)
 
         return self._get_loop().call(run)

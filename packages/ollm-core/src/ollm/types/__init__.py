@@ -8,6 +8,8 @@ from ollm.types.events import (
     FinishEvent,
     FinishReason,
     NoticeEvent,
+    OutputEvent,
+    PartialOutputEvent,
     ProviderEvent,
     TextEvent,
     ThinkingEvent,
@@ -33,6 +35,7 @@ from ollm.types.models import (
     PullProgress,
     RunningModel,
 )
+from ollm.types.output import OutputStrategy, OutputStrategySpec
 from ollm.types.provider import (
     Closeable,
     Embeddings,
@@ -86,7 +89,11 @@ __all__ = [
     "ModelListing",
     "ModelManagement",
     "NoticeEvent",
+    "OutputEvent",
+    "OutputStrategy",
+    "OutputStrategySpec",
     "Part",
+    "PartialOutputEvent",
     "PluginRecord",
     "PluginStatus",
     "ProviderAdapter",

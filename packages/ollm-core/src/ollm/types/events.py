@@ -10,7 +10,7 @@ same classes.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -25,6 +25,8 @@ __all__ = [
     "FinishEvent",
     "FinishReason",
     "NoticeEvent",
+    "OutputEvent",
+    "PartialOutputEvent",
     "ProviderEvent",
     "TextEvent",
     "ThinkingEvent",
@@ -162,6 +164,10 @@ class ErrorEvent(_Event, frozen=True, tag="error"):
     ``retry_after`` is the wait in seconds a server asked for before it is tried again
     (a ``RATE_LIMITED`` answer's ``Retry-After``), when it said one: a pool tries
     another server meanwhile.
+
+    An ``OUTPUT_INVALID`` error (typed output that never validated) also carries the
+    model's last reply as ``raw`` and what was wrong with it as ``errors``
+    (``$.age: expected int, got str``).
     """
 
     type: ClassVar[Literal["error"]] = "error"
@@ -169,6 +175,8 @@ class ErrorEvent(_Event, frozen=True, tag="error"):
     message: str
     code: str
     retry_after: float | None = None
+    raw: str | None = None
+    errors: tuple[str, ...] = ()
 
 
 class FinishEvent(_Event, frozen=True, tag="finish"):
@@ -270,6 +278,33 @@ class ToolDecisionEvent(_Event, frozen=True, tag="tool_decision"):
     id: str | None = None
 
 
+class PartialOutputEvent(_Event, frozen=True, tag="partial_output"):
+    """The typed output as far as it has streamed (``chat(..., output=T)``): best effort,
+    never validated, never the result (that is the one ``OutputEvent``).
+
+    ``value`` is the JSON object (or array) read so far, unfinished strings included.
+    It is the reader's live view, which grows as the reply streams (copying it per
+    piece would cost the whole value each time): copy it to keep a snapshot.
+    """
+
+    type: ClassVar[Literal["partial_output"]] = "partial_output"
+
+    value: dict[str, Any] | list[Any]
+
+
+class OutputEvent(_Event, frozen=True, tag="output"):
+    """The typed output of a chat (``chat(..., output=T)``), validated: a ``T``.
+
+    Exactly one, just before the ``FinishEvent``, when the model's answer matched
+    (else an ``OUTPUT_INVALID`` error event comes instead). Encoded as NDJSON, ``value``
+    is written as JSON.
+    """
+
+    type: ClassVar[Literal["output"]] = "output"
+
+    value: Any
+
+
 ProviderEvent = (
     TextEvent
     | ThinkingEvent
@@ -291,6 +326,8 @@ ChatEvent = (
     | TurnCompleteEvent
     | ApprovalRequestEvent
     | ToolDecisionEvent
+    | PartialOutputEvent
+    | OutputEvent
     | NoticeEvent
     | ErrorEvent
     | FinishEvent

@@ -1,0 +1,224 @@
+"""``OutputType``: what a chat's ``output=`` asks for, as a JSON Schema and a validator.
+
+Validation is msgspec's: a Python type is decoded with ``msgspec.json.decode(text,
+type=T)``; a JSON Schema dict is first made into the msgspec type it describes (objects
+become structs, ``enum`` a ``Literal``, bounds ``msgspec.Meta``), and its value is the
+decoded JSON itself. A keyword that has no msgspec equivalent accepts any value there:
+the model was still asked for the whole schema.
+
+Internal: not part of ollm's public API; its layout may change in any release.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Annotated, Any, Literal, Union
+
+import msgspec
+
+__all__ = ["OutputMismatch", "OutputType"]
+
+_AT_PATH = re.compile(r"^(?P<what>.*) - at `(?P<path>\$[^`]*)`$", re.DOTALL)
+_MAX_DEPTH = 64
+
+
+class OutputMismatch(Exception):
+    """A reply that is not a value of the output's type; ``errors`` say where and why
+    (``$.age: expected int, got str``). ``not_json`` when it is not JSON at all."""
+
+    def __init__(self, errors: tuple[str, ...], *, not_json: bool) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+        self.not_json = not_json
+
+
+class OutputType:
+    """The type a chat's output must have: its JSON Schema and its validation.
+
+    ``OutputType(T)`` raises ``TypeError`` at once when ``T`` is none of the supported
+    kinds (msgspec cannot make a schema of it).
+    """
+
+    __slots__ = ("_check", "_decoder", "_given", "_plain", "name", "schema")
+
+    def __init__(self, given: Any) -> None:
+        self._given = given
+        if isinstance(given, dict):
+            self.schema = _root_inlined(copy.deepcopy(given))
+            target: Any = _JSONSchemaType(given).type_of(given, 0)
+            try:
+                msgspec.json.Decoder(target)
+            except TypeError:
+                target = Any  # a combination msgspec cannot check: the model was asked
+            self._plain = True
+        else:
+            try:
+                self.schema = _root_inlined(msgspec.json.schema(given))
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"output must be a msgspec Struct, a dataclass, a TypedDict, a Literal, "
+                    f"an enum, a list of those, or a JSON Schema dict; {given!r} is not "
+                    f"one ({exc})"
+                ) from None
+            target = given
+            self._plain = False
+        self._decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(
+            Any if self._plain else target
+        )
+        self._check: Any = target
+        title = self.schema.get("title")
+        name = title if isinstance(title, str) else getattr(given, "__name__", "output")
+        self.name = "".join(c if c.isalnum() or c in "_-" else "_" for c in str(name))[:64]
+
+    @property
+    def given(self) -> Any:
+        """What the caller passed as ``output``."""
+        return self._given
+
+    def decode(self, text: str) -> Any:
+        """The value of ``text`` (JSON); ``OutputMismatch`` if it is not one."""
+        try:
+            value = self._decoder.decode(text)
+            if self._plain:
+                msgspec.convert(value, self._check)
+        except msgspec.ValidationError as exc:
+            raise OutputMismatch((explain(exc),), not_json=False) from None
+        except msgspec.DecodeError as exc:
+            why = str(exc).removeprefix("JSON is malformed: ")
+            errors = (f"$: the reply is not valid JSON ({why})",)
+            raise OutputMismatch(errors, not_json=True) from None
+        return value
+
+    def encode(self, value: Any) -> str:
+        """``value`` as the JSON a model would write for it."""
+        return msgspec.json.encode(value).decode()
+
+
+def explain(exc: msgspec.ValidationError) -> str:
+    """msgspec's message as ``$.path: what`` (``$.age: expected int, got str``)."""
+    message = str(exc)
+    found = _AT_PATH.match(message)
+    path, what = (found["path"], found["what"]) if found else ("$", message)
+    what = what.replace("`", "")
+    return f"{path}: {what[:1].lower()}{what[1:]}"
+
+
+def _root_inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with a root ``$ref`` replaced by what it points at (servers want the
+    root's own type: OpenAI refuses a bare reference), its ``$defs`` kept."""
+    ref = schema.get("$ref")
+    defs = schema.get("$defs")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and isinstance(defs, dict):
+        target = defs.get(ref.removeprefix("#/$defs/"))
+        if isinstance(target, dict):
+            rest = {k: v for k, v in schema.items() if k not in ("$ref", "$defs")}
+            inlined = {**target, **rest}
+            if b"#/$defs/" in msgspec.json.encode(inlined):
+                inlined["$defs"] = defs  # the root refers to itself or to other types
+            return inlined
+    return schema
+
+
+class _JSONSchemaType:
+    """The msgspec type a JSON Schema dict describes (as far as msgspec can say it)."""
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        defs: dict[str, Any] = {}
+        for key in ("$defs", "definitions"):
+            found = root.get(key)
+            if isinstance(found, dict):
+                defs.update({f"#/{key}/{name}": value for name, value in found.items()})
+        self.defs = defs
+        self.count = 0
+
+    def type_of(self, node: Any, depth: int, seen: tuple[str, ...] = ()) -> Any:
+        if depth > _MAX_DEPTH or not isinstance(node, dict):
+            return Any
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            target = self.defs.get(ref)
+            if target is None or ref in seen:
+                return Any  # unknown, or recursive: not checked below this point
+            return self.type_of(target, depth + 1, (*seen, ref))
+        if "const" in node:
+            return _literal([node["const"]])
+        if isinstance(node.get("enum"), list):
+            return _literal(node["enum"])
+        union = node.get("anyOf", node.get("oneOf"))
+        if isinstance(union, list):
+            return _union([self.type_of(item, depth + 1, seen) for item in union])
+        kind = node.get("type")
+        if isinstance(kind, list):
+            return _union([self.type_of({**node, "type": k}, depth + 1, seen) for k in kind])
+        if kind == "object":
+            return self._object(node, depth, seen)
+        if kind == "array":
+            items = self.type_of(node.get("items", {}), depth + 1, seen)
+            return _bounded(list[items], node, min_length="minItems", max_length="maxItems")  # type: ignore[valid-type]
+        if kind == "string":
+            return _bounded(str, node, min_length="minLength", max_length="maxLength")
+        if kind in ("integer", "number"):
+            return _bounded(int if kind == "integer" else float, node)
+        return {"boolean": bool, "null": None}.get(str(kind), Any)
+
+    def _object(self, node: dict[str, Any], depth: int, seen: tuple[str, ...]) -> Any:
+        properties = node.get("properties")
+        extra = node.get("additionalProperties")
+        if not isinstance(properties, dict) or not properties:
+            values = self.type_of(extra, depth + 1, seen) if isinstance(extra, dict) else Any
+            return dict[str, values]  # type: ignore[valid-type]
+        required = set(node.get("required") or ())
+        fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+        rename: dict[str, str] = {}
+        for index, (name, schema) in enumerate(properties.items()):
+            field = f"f{index}"
+            rename[field] = str(name)
+            kind = self.type_of(schema, depth + 1, seen)
+            if name in required:
+                fields.append((field, kind))
+            else:
+                fields.append((field, Union[kind, msgspec.UnsetType], msgspec.UNSET))  # noqa: UP007
+        fields.sort(key=lambda f: len(f) == 3)  # required fields first
+        self.count += 1
+        return msgspec.defstruct(
+            f"Object{self.count}",
+            fields,
+            rename=rename,
+            forbid_unknown_fields=extra is False,
+        )
+
+
+def _literal(values: list[Any]) -> Any:
+    if values and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values):
+        return Literal[tuple(values)]
+    return Any
+
+
+def _union(kinds: list[Any]) -> Any:
+    if not kinds or Any in kinds:
+        return Any
+    joined: Any = Union[tuple(kinds)]  # noqa: UP007
+    try:
+        msgspec.json.Decoder(joined)
+    except TypeError:
+        return Any  # a union msgspec cannot tell apart (two object types...)
+    return joined
+
+
+def _bounded(kind: Any, node: dict[str, Any], **names: str) -> Any:
+    keys = {
+        "ge": "minimum",
+        "le": "maximum",
+        "gt": "exclusiveMinimum",
+        "lt": "exclusiveMaximum",
+        "pattern": "pattern",
+        **names,
+    }
+    meta = {arg: node[key] for arg, key in keys.items() if key in node}
+    if not meta:
+        return kind
+    try:
+        return Annotated[kind, msgspec.Meta(**meta)]
+    except (TypeError, ValueError):
+        return kind

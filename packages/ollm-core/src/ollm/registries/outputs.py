@@ -1,0 +1,46 @@
+"""Output strategies that plugins add (``native`` is built into the runtime)."""
+
+from __future__ import annotations
+
+import builtins
+
+from ollm.errors import PluginError
+from ollm.types.output import OutputStrategy, OutputStrategySpec
+
+__all__ = ["OutputStrategyRegistry"]
+
+
+class OutputStrategyRegistry:
+    """Output strategies by name; each chat gets a fresh object from the factory."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, OutputStrategySpec] = {}
+
+    def register(self, spec: OutputStrategySpec, *, replace: bool = False) -> None:
+        """Add an output strategy."""
+        if not isinstance(spec, OutputStrategySpec):
+            raise TypeError("register takes an ollm.OutputStrategySpec")
+        if spec.name in self._specs and not replace:
+            raise ValueError(f"an output strategy named {spec.name!r} is already registered")
+        self._specs[spec.name] = spec
+
+    def create(self, name: str) -> OutputStrategy:
+        """A new output strategy object for one chat."""
+        spec = self._specs.get(name)
+        if spec is None:
+            known = ", ".join(["native", *self._specs])
+            raise PluginError(f"Output strategy {name!r} is not installed. Available: {known}.")
+        try:
+            return spec.factory()
+        except Exception as exc:
+            raise PluginError(
+                f"Output strategy {name!r} failed to start: {type(exc).__name__}: {exc}. "
+                "Run `ollm plugins` to see where it comes from."
+            ) from exc
+
+    def list(self) -> builtins.list[str]:
+        """The registered names."""
+        return list(self._specs)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
