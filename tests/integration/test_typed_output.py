@@ -167,3 +167,43 @@ async def test_a_tool_call_then_the_value_in_one_run(fake: Fake) -> None:
     assert fake.constraint(first) is not None
     assert fake.constraint(second) is not None
 
+
+class Pet(msgspec.Struct):
+    name: str
+    tags: list[str] = []
+
+
+@pytest.mark.parametrize(("output", "strict"), [(P, True), (Pet, False)])
+async def test_openai_gets_strict_structured_outputs_where_the_schema_allows(
+    output: type, strict: bool
+) -> None:
+    with Fake("openai") as fake:
+        fake.script(fake.text('{"name":"x","age":1,"tags":[]}'))
+        async with fake.client() as client:
+            await client.run("Invent one.", output=output)
+        (body,) = fake.bodies
+    spec = fake.constraint(body)["json_schema"]
+    assert spec["name"] == output.__name__
+    if strict:
+        # Strict mode: every object closed, every field required.
+        assert spec["strict"] is True
+        assert spec["schema"]["additionalProperties"] is False
+        assert spec["schema"]["required"] == ["name", "age"]
+    else:
+        # An optional field (with a default) cannot be strict: the schema goes as it is.
+        assert "strict" not in spec
+        assert "additionalProperties" not in spec["schema"]
+
+
+async def test_gemini_gets_the_schema_in_its_own_subset() -> None:
+    with Fake("gemini") as fake:
+        fake.script(fake.text('[{"name":"x","age":1}]'))
+        async with fake.client() as client:
+            value = await client.run("Invent two.", output=list[P])
+        (body,) = fake.bodies
+    assert value == [P("x", 1)]
+    config = body["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    schema = config["responseSchema"]
+    assert schema["type"].lower() == "array"
+    assert schema["items"]["properties"]["age"]["type"].lower() == "integer"

@@ -137,10 +137,54 @@ def _response_format(value: object) -> dict[str, Any] | None:
             return value  # already in OpenAI's shape
         name = value.get("title") if isinstance(value.get("title"), str) else "response"
         safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in str(name))[:64]
+        strict = _strict_schema(value)
+        if strict is not None:
+            # Structured Outputs: the server decodes within the schema, always.
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": safe or "response", "schema": strict, "strict": True},
+            }
         return {"type": "json_schema", "json_schema": {"name": safe or "response", "schema": value}}
     raise InvalidRequestError(
         f"response_format must be 'json' or a JSON Schema object, not {value!r}."
     )
+
+
+def _strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """``schema`` as OpenAI's strict mode takes it, or ``None`` when it cannot be.
+
+    Strict mode wants the root an object, every object's properties all required and
+    closed (``additionalProperties: false``, added here), and no ``default``: a schema
+    with optional fields stays a plain, unenforced ``json_schema``."""
+    if schema.get("type") != "object":
+        return None
+
+    def closed(node: Any, depth: int) -> Any:
+        if depth > 64:
+            raise ValueError("nested too deeply")
+        if isinstance(node, list):
+            return [closed(item, depth + 1) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "default" in node:
+            raise ValueError("a default")
+        out = {key: closed(value, depth + 1) for key, value in node.items()}
+        if node.get("type") == "object":
+            properties = node.get("properties")
+            if not isinstance(properties, dict) or not properties:
+                raise ValueError("an object without properties")
+            if set(node.get("required") or ()) != set(properties):
+                raise ValueError("an optional property")
+            if node.get("additionalProperties", False) is not False:
+                raise ValueError("open properties")
+            out["additionalProperties"] = False
+        return out
+
+    try:
+        strict: dict[str, Any] = closed(schema, 0)
+    except ValueError:
+        return None
+    return strict
 
 
 def build_body(
