@@ -13,6 +13,9 @@ plugins have; none of them imports a private ``ollm._*`` module (a test checks i
 - ``config_path`` and ``named_tables``: a plugin's configuration file in ollm's
   configuration folder (``~/.config/ollm/openai.toml``), or where a variable points, and
   its named tables read into typed settings, each mistake an error in words.
+- ``schema_instructions``, ``extract_json`` and ``with_system``: what an output
+  strategy (``ollm_output_strategies``) shares with the built-in one: the schema stated
+  for the model, the JSON value read out of a reply, a request with more system prompt.
 
 The HTTP side of a provider (connections, streams, retries, the mapping of failures to
 ollm's errors) is the ``ollm-http`` distribution: ``ollm_http.HTTPProvider``.
@@ -32,6 +35,7 @@ from ollm._lazy import lazy_exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ollm.output.native import extract_json, schema_instructions, with_system
     from ollm.registries.tokens import UsageAnchors, fallback_count, request_text
     from ollm.tools.toolset import check_toolset_name, valid_tool_name
 
@@ -40,19 +44,25 @@ __all__ = [
     "check_toolset_name",
     "config_path",
     "excerpt",
+    "extract_json",
     "fallback_count",
     "lazy_exports",
     "named_tables",
     "new_call_id",
     "quote",
     "request_text",
+    "schema_instructions",
     "text_list",
     "valid_tool_name",
+    "with_system",
 ]
 
 _LAZY: dict[str, str] = {
     "UsageAnchors": "ollm.registries.tokens",
     "check_toolset_name": "ollm.tools.toolset",
+    "extract_json": "ollm.output.native",
+    "schema_instructions": "ollm.output.native",
+    "with_system": "ollm.output.native",
     "fallback_count": "ollm.registries.tokens",
     "request_text": "ollm.registries.tokens",
     "valid_tool_name": "ollm.tools.toolset",

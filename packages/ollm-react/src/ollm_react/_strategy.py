@@ -65,6 +65,10 @@ class ReActStrategy:
     - ``name``: the registry name it answers to (``react``, ``react-example``).
     """
 
+    # Its own protocol is text: typed output is asked for in the prompt (``prompted``),
+    # and its Final Answer is the value.
+    text_protocol = True
+
     def __init__(
         self,
         *,

@@ -2,19 +2,22 @@
 
 Discovery imports this module at start-up, so it imports nothing of its own until a
 chat asks for a strategy: the factories import the parser and the strategy then.
-Three names are registered: ``react``, which the runtime also picks for a model that
+Three tool strategies are registered: ``react``, which the runtime also picks for a model that
 cannot call tools natively; ``react-example``, the same with a worked example in the
 instructions, for very small models; and ``recover``, native tool calling that also
 runs the calls a model wrote as text, which the runtime uses in place of plain native
-tool calling unless a chat turns it off (``recover_text_tool_calls=False``).
+tool calling unless a chat turns it off (``recover_text_tool_calls=False``). One output
+strategy too: ``prompted``, typed output asked for in the prompt alone, which the
+runtime uses with ReAct and for a model whose server ignored the native JSON Schema
+constraint.
 """
 
 from __future__ import annotations
 
 from ollm.hookspecs import hookimpl
-from ollm.types import StrategySpec, ToolStrategy
+from ollm.types import OutputStrategy, OutputStrategySpec, StrategySpec, ToolStrategy
 
-__all__ = ["ollm_tool_strategies"]
+__all__ = ["ollm_output_strategies", "ollm_tool_strategies"]
 
 
 def _react() -> ToolStrategy:
@@ -27,6 +30,12 @@ def _react_with_example() -> ToolStrategy:
     from ollm_react._strategy import ReActStrategy
 
     return ReActStrategy(worked_example=True, name="react-example")
+
+
+def _prompted() -> OutputStrategy:
+    from ollm_react._output import PromptedOutput
+
+    return PromptedOutput()
 
 
 def _recover() -> ToolStrategy:
@@ -50,4 +59,15 @@ def ollm_tool_strategies() -> list[StrategySpec]:
             _react_with_example,
             "ReAct with a worked example in the instructions, for very small models",
         ),
+    ]
+
+
+@hookimpl
+def ollm_output_strategies() -> list[OutputStrategySpec]:
+    """Typed output asked for in the prompt alone: for ReAct, and servers that ignore
+    the native constraint."""
+    return [
+        OutputStrategySpec(
+            "prompted", _prompted, "Typed output asked for in the prompt, read out of prose"
+        )
     ]

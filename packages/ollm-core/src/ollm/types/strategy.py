@@ -5,6 +5,11 @@ A plugin can register another through the ``ollm_tool_strategies`` hook; ``ollm-
 registers ``react``, which describes the tools in the system prompt and parses the
 model's text. The runtime creates one strategy object per chat, so a strategy may keep
 state across the turns of that chat (for example a count of malformed replies).
+
+A strategy that speaks a text protocol of its own (ReAct) sets the class attribute
+``text_protocol = True``: a chat's typed output (``output=T``) is then asked for in the
+prompt (the ``prompted`` output strategy) rather than as a JSON constraint, which would
+forbid the protocol, and the reply the strategy's review keeps is the value.
 """
 
 from __future__ import annotations
