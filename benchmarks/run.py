@@ -337,10 +337,12 @@ SECTIONS = {
 
 def runtime_and_tools(quick: bool) -> dict[str, Any]:
     sys.path.insert(0, str(HERE))
+    import bench_output
     import bench_runtime
     import bench_tools
 
     result: dict[str, Any] = {"wall": bench_runtime.run(3 if quick else 9)}
+    result["output"] = bench_output.run(3 if quick else 9)
     if shutil.which("valgrind") and not quick:
         result["instructions"] = [bench_runtime.instruction_ratio(b) for b in ("asyncio", "trio")]
     result["tools"] = bench_tools.run(3 if quick else 5)

@@ -2,8 +2,9 @@
 its stream shows of it, and what the final reply gives.
 
 ``OutputStep`` is all the chat loop knows of typed output: ``prepare`` puts the schema
-in each request (through the output strategy in use), ``watch`` adds the partial value
-to a turn's stream, and ``judge`` decides, from the final reply, between the value
+in each request (through the output strategy in use), ``reader`` reads the value while
+a turn's text streams (the loop shows a ``PartialOutputEvent`` when it grew), and
+``judge`` decides, from the final reply, between the value
 (``OutputEvent``), a correction turn (through the same feedback path as ReAct's), and
 ``OUTPUT_INVALID``. A server that ignored the native constraint (the reply is not JSON
 at all) switches its model to the prompted mode for the client's lifetime, without
@@ -15,7 +16,6 @@ may change in any release.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -30,9 +30,6 @@ from ollm.types.events import (
     ErrorEvent,
     NoticeEvent,
     OutputEvent,
-    PartialOutputEvent,
-    ProviderEvent,
-    TextEvent,
 )
 from ollm.types.output import OutputStrategy
 from ollm.types.request import ProviderRequest
@@ -112,24 +109,12 @@ class OutputStep:
             )
         return self._prompted
 
-    # -- the stream --------------------------------------------------------------------
+    # -- the stream ------------------------------------------------------------------
 
-    async def watch(
-        self, stream: AsyncIterator[ProviderEvent]
-    ) -> AsyncIterator[ProviderEvent | PartialOutputEvent]:
-        """``stream`` with a ``PartialOutputEvent`` after each text piece that changed
-        the value read so far."""
-        reader = PartialJSON()
-        try:
-            async for event in stream:
-                yield event
-                if type(event) is TextEvent and reader.feed(event.text):
-                    assert reader.value is not None
-                    yield PartialOutputEvent(reader.value)
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+    def reader(self) -> PartialJSON:
+        """A reader of one turn's text: ``feed(piece)`` says when the value read so far
+        changed, and ``event()`` is then the ``PartialOutputEvent`` to show."""
+        return PartialJSON()
 
     # -- the final reply ---------------------------------------------------------------
 

@@ -41,7 +41,6 @@ from ollm.types.events import (
     ErrorEvent,
     FinishEvent,
     NoticeEvent,
-    PartialOutputEvent,
     ProviderEvent,
     TextEvent,
     ThinkingEvent,
@@ -106,7 +105,7 @@ class ChatRun:
         self._step: ApprovalStep | None = None
         # The turn under way: its partial reply is kept if the chat is left early.
         self._turn: Turn | None = None
-        self._stream: AsyncIterator[ProviderEvent | PartialOutputEvent] | None = None
+        self._stream: AsyncIterator[ProviderEvent] | None = None
         self._toolsets: ToolsetSessions | None = None
         self._settled = False
         self.output: OutputStep | None = None
@@ -233,18 +232,18 @@ class ChatRun:
 
                     turn = self._turn = Turn(number, self.conversation)
                     add_text = turn.text_parts.append
+                    partial = self.output.reader() if self.output is not None else None
                     try:
-                        stream: AsyncIterator[ProviderEvent | PartialOutputEvent]
                         stream = self.strategy.stream(provider, request)
                         if not getattr(provider, "handles_abort", False):
                             stream = guarded(stream, abort)
-                        if self.output is not None:
-                            stream = self.output.watch(stream)
                         self._stream = stream
                         async for event in stream:
                             if type(event) is TextEvent:
                                 add_text(event.text)
                                 yield event
+                                if partial is not None and partial.feed(event.text):
+                                    yield partial.event()
                             elif type(event) is ThinkingEvent:
                                 turn.thinking_parts.append(event.text)
                                 yield event
@@ -257,11 +256,7 @@ class ChatRun:
                             elif type(event) is ErrorEvent:
                                 turn.error = event
                                 break
-                            elif (
-                                type(event) is NoticeEvent
-                                or type(event) is ToolCallDeltaEvent
-                                or type(event) is PartialOutputEvent
-                            ):
+                            elif type(event) is NoticeEvent or type(event) is ToolCallDeltaEvent:
                                 yield event
                             else:
                                 turn.error = not_an_event(event, provider.name)
