@@ -207,3 +207,19 @@ async def test_gemini_gets_the_schema_in_its_own_subset() -> None:
     schema = config["responseSchema"]
     assert schema["type"].lower() == "array"
     assert schema["items"]["properties"]["age"]["type"].lower() == "integer"
+
+
+async def test_a_chat_that_reaches_its_turn_limit_calling_tools_has_no_value(fake: Fake) -> None:
+    def lookup(breed: str) -> str:
+        """Look a breed up."""
+        return "lives 12 years"
+
+    fake.script(fake.call("lookup", {"breed": "collie"}))
+    async with fake.client(tools=[lookup], max_turns=1) as client:
+        events = await events_of(client.chat("A collie, please.", output=P))
+        assert not any(isinstance(e, ollm.OutputEvent) for e in events)
+        assert events[-1] == ollm.FinishEvent("max_turns", events[-1].usage)  # type: ignore[union-attr]
+        fake.script(fake.call("lookup", {"breed": "collie"}))
+        with pytest.raises(ollm.OutputInvalidError) as raised:
+            await client.run("Again.", output=P)
+    assert "max_turns" in raised.value.message

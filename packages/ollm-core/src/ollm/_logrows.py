@@ -272,6 +272,8 @@ RESPONSE_COLUMNS = (
     "error_code",
     "error_message",
     "unanswered",
+    "output_schema",
+    "output",
 )
 
 # One row per conversation, as ConversationInfo takes it (preview: the first question,

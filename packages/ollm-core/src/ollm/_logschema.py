@@ -112,6 +112,12 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX decisions_by_conversation ON decisions(conversation_id)",
     ),
+    (
+        # Typed output (chat --schema): the JSON Schema a chat asked for, and the value it
+        # got, as JSON text.
+        "ALTER TABLE responses ADD COLUMN output_schema TEXT",
+        "ALTER TABLE responses ADD COLUMN output TEXT",
+    ),
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)

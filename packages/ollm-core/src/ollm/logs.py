@@ -47,6 +47,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import msgspec
 
@@ -63,6 +64,7 @@ from ollm.errors import LogsUnavailableError
 from ollm.runtime.conversation import Conversation
 from ollm.types.events import ToolDecisionEvent, Usage
 from ollm.types.messages import Message
+from ollm.types.text import encode_json
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT",
@@ -125,7 +127,8 @@ class ResponseInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     ``messages_after`` is how many messages the conversation held once it was logged
     (where it belongs among them); ``unanswered`` is the start of a prompt no model
     answered (refused before anything was sent, or the request failed), which is not
-    one of the conversation's messages.
+    one of the conversation's messages. ``output_schema`` is the JSON Schema a chat with
+    typed output asked for and ``output`` the value it got, both as JSON text.
     """
 
     created_at: datetime
@@ -140,6 +143,8 @@ class ResponseInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     error_code: str | None = None
     error_message: str | None = None
     unanswered: str | None = None
+    output_schema: str | None = None
+    output: str | None = None
 
 
 class DecisionInfo(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -418,6 +423,8 @@ class LogStore:
         decisions: Sequence[ToolDecisionEvent] = (),
         response: bool = True,
         replaced: Mapping[int, Message] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        output: str | None = None,
     ) -> str:
         """One chat's messages and how it went, in one transaction; the id of the
         conversation they went to (a new one when ``cid`` is ``None``).
@@ -427,7 +434,8 @@ class LogStore:
         ``response=False`` logs the messages alone (a chat still under way, waiting for
         a person's answer: the response follows when it ends); ``replaced`` then puts
         messages logged so in their final form (a reply's calls as they ran), by
-        position in the conversation.
+        position in the conversation. ``output_schema`` and ``output`` (the value as JSON
+        text) are a chat's typed output, when it asked for one.
 
         ``base`` is how many messages of ``cid`` this chat followed (what was loaded,
         and logged since). If ``cid`` holds another number now, another writer went on
@@ -468,6 +476,8 @@ class LogStore:
                     error_code,
                     error_message,
                     rows.unanswered_preview(unanswered),
+                    None if output_schema is None else encode_json(output_schema).decode(),
+                    output,
                 ),
             )
         return cid

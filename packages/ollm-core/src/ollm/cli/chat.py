@@ -15,7 +15,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
@@ -24,6 +24,7 @@ from ollm.cli.chatlog import ChatLog
 from ollm.cli.config import TRACE_MIDDLEWARE, CliConfig, load_registries, with_tracing
 from ollm.cli.driving import drive
 from ollm.cli.render import EventRenderer
+from ollm.cli.schema import schema_of
 from ollm.cli.terminal import Terminal
 from ollm.cli.toolsets import load_toolsets
 from ollm.errors import (
@@ -89,7 +90,15 @@ def run_chat(args: argparse.Namespace, terminal: Terminal, stdin: TextIO | None 
         terminal.error("--json needs a prompt (interactive sessions are for people).")
         return EXIT_USAGE
 
-    renderer = EventRenderer(terminal, json=args.json, show_thinking=not args.hide_thinking)
+    if args.schema is None and (args.schema_multi or args.output_retries is not None):
+        terminal.error("--schema-multi and --output-retries go with --schema SCHEMA.")
+        return EXIT_USAGE
+    renderer = EventRenderer(
+        terminal,
+        json=args.json,
+        show_thinking=not args.hide_thinking,
+        output=args.schema is not None,
+    )
     asking = stdin if _isatty(stdin) else None
     try:
         return _run(args, config, prompt, interactive, renderer, terminal, asking)
@@ -138,6 +147,7 @@ def _run(
                 f"lists them with the plugins they come from).{hint}"
             )
     toolsets = load_toolsets(args, registries)
+    output = None if args.schema is None else schema_of(args.schema, multi=args.schema_multi)
     if toolsets and not args.tools:
         example = f"-t '{toolsets[0].name}_*'"
         terminal.info(f"note: no tool is offered; pick the toolsets' tools with {example}", "dim")
@@ -180,8 +190,11 @@ def _run(
             approval=approval,
             approver=approver,
             tool_call_deltas=args.call_deltas,
+            output=output,
+            output_retries=2 if args.output_retries is None else args.output_retries,
         )
         session = _Session(client, registries, config, renderer, terminal, log, system)
+        session.output_schema = output
         session.questions = questions
         with start_blocking_portal(config.backend) as portal:
             try:
@@ -245,12 +258,14 @@ class _Session:
         self.provider = registries.providers.get(config.provider)
         self.model = config.model or getattr(self.provider, "default_model", None)
         self.questions: TerminalQuestions | None = None
+        self.output_schema: dict[str, Any] | None = None
 
     def exchange(self, stream: ChatStream, portal: BlockingPortal) -> FinishEvent | None:
         """One chat, drawn as it comes, then logged (even when Ctrl-C ends it)."""
         started = time.perf_counter()
         self.renderer.error = None
         self.renderer.finish = None
+        self.renderer.output = None
         decisions: list[ToolDecisionEvent] = []
 
         def on_event(event: ChatEvent) -> None:
@@ -280,6 +295,8 @@ class _Session:
                 error=self.renderer.error,
                 duration_ms=(time.perf_counter() - started) * 1000.0,
                 decisions=decisions,
+                output_schema=self.output_schema,
+                output=self.renderer.output,
             )
             if kept < len(stream.conversation):  # no model answered: the prompt leaves
                 self.client.conversation = Conversation(

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from ollm.cli.terminal import Terminal
 from ollm.runtime.conversation import Conversation
-from ollm.types.events import ErrorEvent, FinishEvent, ToolDecisionEvent
+from ollm.types.events import ErrorEvent, FinishEvent, OutputEvent, ToolDecisionEvent
 from ollm.types.messages import Message
+from ollm.types.text import encode_json
 
 if TYPE_CHECKING:
     from ollm.logs import ConversationInfo, LogStore
@@ -119,6 +120,8 @@ class ChatLog:
         error: ErrorEvent | None,
         duration_ms: float,
         decisions: Sequence[ToolDecisionEvent] = (),
+        output_schema: dict[str, Any] | None = None,
+        output: OutputEvent | None = None,
     ) -> int:
         """Log what the conversation gained since the last record, and how the chat went.
 
@@ -147,6 +150,8 @@ class ChatLog:
                 "duration_ms": duration_ms,
                 "error_code": error.code if error else None,
                 "error_message": error.message if error else None,
+                "output_schema": output_schema,
+                "output": None if output is None else encode_json(output.value).decode(),
             }
             self._pending.append(
                 _Exchange(

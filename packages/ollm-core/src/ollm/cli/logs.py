@@ -32,7 +32,10 @@ def run_logs(args: argparse.Namespace, terminal: Terminal) -> int:
                 model=getattr(args, "model", None),
                 query=getattr(args, "query", None),
             )
-            _print_list(infos, terminal, as_json)
+            if getattr(args, "data", False):
+                _print_data(store, infos, terminal)
+            else:
+                _print_list(infos, terminal, as_json)
         elif action == "show":
             info = store.info(args.id)
             messages = store.load(info.id).messages
@@ -52,6 +55,14 @@ def run_logs(args: argparse.Namespace, terminal: Terminal) -> int:
             removed = store.remove(args.id)
             terminal.info(f"deleted conversation {removed}", "dim")
     return EXIT_OK
+
+
+def _print_data(store: LogStore, infos: list[ConversationInfo], terminal: Terminal) -> None:
+    """The typed output's values of these conversations, one JSON line each, oldest first."""
+    for info in reversed(infos):
+        for response in store.responses(info.id):
+            if response.output is not None:
+                terminal.write(response.output + "\n")
 
 
 def _print_list(infos: list[ConversationInfo], terminal: Terminal, as_json: bool) -> None:
@@ -136,6 +147,8 @@ def _outcomes(responses: Sequence[ResponseInfo], after: int) -> list[str]:
             continue
         if response.unanswered is not None:
             lines += ["", "## User (not answered)", "", response.unanswered]
+        if response.output is not None:
+            lines += ["", f"> output: `{response.output}`"]
         if response.error_code or response.error_message:
             code = f"[{response.error_code}]" if response.error_code else ""
             lines += ["", f"> error{code}: {response.error_message or ''}".rstrip()]

@@ -156,6 +156,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="show each tool call as the model writes it (from servers that stream them: "
         "OpenAI-compatible ones); with --json, as tool_call_delta events",
     )
+    chat.add_argument(
+        "--schema",
+        metavar="SCHEMA",
+        help="answer with JSON of this schema, printed alone on one line: fields such as "
+        "'name, age int, tags list[str]', or a JSON Schema (a file, or inline)",
+    )
+    chat.add_argument(
+        "--schema-multi",
+        action="store_true",
+        help='with --schema: a list of such objects, as {"items": [...]}',
+    )
+    chat.add_argument(
+        "--output-retries",
+        type=_non_negative_int,
+        default=None,
+        metavar="N",
+        help="with --schema: corrections an answer that does not match gets (default 2)",
+    )
     chat.add_argument("--react", action="store_true", help="call tools through ReAct")
     chat.add_argument(
         "-c",
@@ -228,6 +246,13 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument(
             "-q", "--query", default=argparse.SUPPRESS, help="only those whose text has these words"
         )
+        command.add_argument(
+            "--data",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="the values of their typed output (chat --schema), one JSON line each, "
+            "oldest first",
+        )
     for command in (logs, log_list, log_show):
         command.add_argument(
             "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
@@ -295,10 +320,18 @@ def _positive_float(text: str) -> float:
 
 
 def _positive_int(text: str) -> int:
+    return _whole_number(text, 1)
+
+
+def _non_negative_int(text: str) -> int:
+    return _whole_number(text, 0)
+
+
+def _whole_number(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be 1 or more")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{text} must be {least} or more")
     return value

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from ollm.cli.terminal import Terminal, for_the_command_line
 from ollm.errors import ErrorCode
 from ollm.types.events import (
@@ -9,6 +11,8 @@ from ollm.types.events import (
     ErrorEvent,
     FinishEvent,
     NoticeEvent,
+    OutputEvent,
+    PartialOutputEvent,
     TextEvent,
     ThinkingEvent,
     TokenWarningEvent,
@@ -30,29 +34,47 @@ class EventRenderer:
     """Shows events as they arrive: the answer on stdout, the rest compactly on stderr.
 
     With ``json=True`` every event is one JSON line on stdout and nothing else is printed.
+    With ``output=True`` (typed output, ``--schema``) stdout gets the value alone, as one
+    JSON line, and the text the model streams is not shown.
     """
 
-    def __init__(self, terminal: Terminal, *, json: bool = False, show_thinking: bool = True):
+    def __init__(
+        self,
+        terminal: Terminal,
+        *,
+        json: bool = False,
+        show_thinking: bool = True,
+        output: bool = False,
+    ):
         self.terminal = terminal
         self.json = json
         self.show_thinking = show_thinking
+        self.typed = output
         self.finish: FinishEvent | None = None
         self.error: ErrorEvent | None = None
+        self.output: OutputEvent | None = None
 
     def __call__(self, event: ChatEvent) -> None:
         if isinstance(event, FinishEvent):
             self.finish = event
         elif isinstance(event, ErrorEvent):
             self.error = event
+        elif isinstance(event, OutputEvent):
+            self.output = event
         if self.json:
             if isinstance(event, ErrorEvent):
-                event = ErrorEvent(for_the_command_line(event.message), event.code)
+                event = msgspec.structs.replace(event, message=for_the_command_line(event.message))
             self.terminal.out.write(encode_event(event).decode() + "\n")
             self.terminal.out.flush()
             return
         t = self.terminal
         if type(event) is TextEvent:
-            t.write(event.text)
+            if not self.typed:
+                t.write(event.text)
+        elif isinstance(event, OutputEvent):
+            t.write(encode_json(event.value).decode() + "\n")
+        elif isinstance(event, PartialOutputEvent):
+            pass  # the value is printed whole, once
         elif isinstance(event, ThinkingEvent):
             if self.show_thinking:
                 t.write_err(event.text, "dim")

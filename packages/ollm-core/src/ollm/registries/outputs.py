@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 
-from ollm.errors import PluginError
+from ollm.registries.strategies import create_named
 from ollm.types.output import OutputStrategy, OutputStrategySpec
 
 __all__ = ["OutputStrategyRegistry"]
@@ -26,17 +26,8 @@ class OutputStrategyRegistry:
 
     def create(self, name: str) -> OutputStrategy:
         """A new output strategy object for one chat."""
-        spec = self._specs.get(name)
-        if spec is None:
-            known = ", ".join(["native", *self._specs])
-            raise PluginError(f"Output strategy {name!r} is not installed. Available: {known}.")
-        try:
-            return spec.factory()
-        except Exception as exc:
-            raise PluginError(
-                f"Output strategy {name!r} failed to start: {type(exc).__name__}: {exc}. "
-                "Run `ollm plugins` to see where it comes from."
-            ) from exc
+        strategy: OutputStrategy = create_named("Output strategy", self._specs, name)
+        return strategy
 
     def list(self) -> builtins.list[str]:
         """The registered names."""

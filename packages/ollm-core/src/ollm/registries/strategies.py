@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from ollm.errors import PluginError
 from ollm.types.specs import StrategySpec
 from ollm.types.strategy import ToolStrategy
 
-__all__ = ["INSTALL_HINTS", "StrategyRegistry"]
+__all__ = ["INSTALL_HINTS", "StrategyRegistry", "create_named"]
 
 INSTALL_HINTS = {"react": "pip install ollm-react"}
 
@@ -27,21 +29,8 @@ class StrategyRegistry:
 
     def create(self, name: str) -> ToolStrategy:
         """A new strategy object for one chat."""
-        spec = self._specs.get(name)
-        if spec is None:
-            hint = INSTALL_HINTS.get(name)
-            install = f" Install it with: {hint}" if hint else ""
-            known = ", ".join(["native", *self._specs])
-            raise PluginError(
-                f"Tool strategy {name!r} is not installed.{install} Available: {known}."
-            )
-        try:
-            return spec.factory()
-        except Exception as exc:
-            raise PluginError(
-                f"Tool strategy {name!r} failed to start: {type(exc).__name__}: {exc}. "
-                "Run `ollm plugins` to see where it comes from."
-            ) from exc
+        strategy: ToolStrategy = create_named("Tool strategy", self._specs, name)
+        return strategy
 
     def list(self) -> builtins.list[str]:
         """The registered names."""
@@ -49,3 +38,26 @@ class StrategyRegistry:
 
     def __contains__(self, name: object) -> bool:
         return name in self._specs
+
+
+class _Spec(Protocol):
+    @property
+    def factory(self) -> Callable[[], Any]: ...
+
+
+def create_named(kind: str, specs: Mapping[str, _Spec], name: str) -> Any:
+    """What the factory of ``specs[name]`` builds (a strategy for one chat); a
+    ``PluginError`` naming the ones there are when it is not installed or fails."""
+    spec = specs.get(name)
+    if spec is None:
+        hint = INSTALL_HINTS.get(name)
+        install = f" Install it with: {hint}" if hint else ""
+        known = ", ".join(["native", *specs])
+        raise PluginError(f"{kind} {name!r} is not installed.{install} Available: {known}.")
+    try:
+        return spec.factory()
+    except Exception as exc:
+        raise PluginError(
+            f"{kind} {name!r} failed to start: {type(exc).__name__}: {exc}. "
+            "Run `ollm plugins` to see where it comes from."
+        ) from exc

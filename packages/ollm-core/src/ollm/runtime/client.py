@@ -402,9 +402,10 @@ class ChatClient:
         if result.error is not None:
             raise _raised(result.error)
         if not result.has_output:
-            raise OllmError(
-                f"The chat ended ({result.finish_reason}) before the model gave its value.",
-                code=ErrorCode.OUTPUT_INVALID,
+            raise OutputInvalidError(
+                f"The chat ended ({result.finish_reason}) before the model gave its value: "
+                "raise max_turns to give it more turns, or offer fewer tools.",
+                raw=result.text,
             )
         return result.output
 
