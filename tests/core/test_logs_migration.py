@@ -1,6 +1,7 @@
 """A log written by ollm's first schema (version 1) is migrated, its ids keep working and
 get short forms; ``readonly=True`` reads it (or a folder it cannot write) changing nothing.
-A log of version 2 (before tool-call decisions were logged) is migrated to version 3."""
+A log of version 2 (before tool-call decisions were logged) is migrated to the current
+version (4: decisions, then typed output)."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def test_a_version_1_log_is_migrated_and_its_ids_keep_working(tmp_path: Path) ->
     path = tmp_path / "logs.db"
     version_1_log(path)
     with LogStore(path) as store:
-        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 4
         # The refused prompt left the history (-c would send it again), its start kept.
         assert [m.text for m in store.load(OLD[0]).messages] == ["question 0", "answer 0"]
         responses = store.responses(OLD[0][:15])
@@ -174,7 +175,7 @@ def test_a_version_2_log_is_migrated_and_logs_decisions(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 2  # left as it was
     with LogStore(path) as store:
-        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 4
         assert [m.role for m in store.load(V2).messages] == [
             "user",
             "assistant",
@@ -182,6 +183,8 @@ def test_a_version_2_log_is_migrated_and_logs_decisions(tmp_path: Path) -> None:
             "assistant",
         ]
         assert [r.finish_reason for r in store.responses(V2)] == ["stop"]
+        # Version 4's typed output: none in an older response.
+        assert [(r.output_schema, r.output) for r in store.responses(V2)] == [(None, None)]
         call = ollm.ToolCall("call_2", "launch", {"target": "mars"})
         decision = ollm.ToolDecisionEvent(call, "deny", "person", "not this year", id="q1")
         store.log_exchange(

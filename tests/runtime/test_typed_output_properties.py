@@ -121,12 +121,15 @@ def test_a_wrong_field_is_refused_with_its_path(
         assert raised.value.raw == json.dumps(reply)
 
 
+# Strings that look like the places where elements end (the reader must not cut there).
+TRICKY = st.sampled_from(['", {"', "}, {", '"], ["', ", ", '\\", "', "{[", "]}"])
 JSON = st.recursive(
     st.none()
     | st.booleans()
     | st.integers()
     | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
+    | st.text()
+    | TRICKY,
     lambda children: (
         st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
     ),
@@ -135,7 +138,11 @@ JSON = st.recursive(
 
 
 @given(
-    value=st.lists(JSON, max_size=4) | st.dictionaries(st.text(max_size=5), JSON, max_size=4),
+    value=st.lists(JSON, max_size=4)
+    | st.dictionaries(st.text(max_size=5), JSON, max_size=4)
+    # Long enough to be read in bulk (many elements in one msgspec call).
+    | st.lists(JSON, min_size=20, max_size=60)
+    | st.dictionaries(st.text(max_size=5) | TRICKY, JSON, min_size=20, max_size=40),
     indent=st.booleans(),
     cuts=st.lists(st.integers(min_value=0), max_size=30),
 )

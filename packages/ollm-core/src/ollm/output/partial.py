@@ -1,10 +1,11 @@
 """``PartialJSON``: a JSON value read while it streams, one piece at a time.
 
-The reading is incremental and runs at the speed of C for nearly every byte: regular
-expressions (with possessive quantifiers, so they never backtrack) take every complete
-element of the open container at once, nested values included up to a few levels, and
-msgspec decodes them in one call per container; Python steps in only at the edges of a
-piece (a container that opens, an element cut in two). Each byte is read a bounded
+The reading is incremental and runs at the speed of C for nearly every byte: the
+complete elements of the open container are decoded by msgspec in one call, their end
+found by trying the last few commas that may end one (``_bulk``), or else by regular
+expressions (with possessive quantifiers, so they never backtrack) that take them all,
+nested values included up to a few levels; Python steps in only at the edges of a piece
+(a container that opens, an element cut in two). Each byte is read a bounded
 number of times, so a reply of n characters costs O(n), never a re-parse of the text so
 far per piece. Pieces are read in batches once the value is large (every 1/16 of what
 has arrived, at most 8 KB apart), so a long reply in tiny pieces costs no more than one
@@ -67,6 +68,10 @@ _SHOW_ALWAYS = 4096
 # reply is not the JSON this reader follows.
 _MAX_HELD = 65536
 _BATCH_MAX = 8192
+# Text this long, or longer, is first tried in one msgspec call (``_bulk``), with at most
+# this many guesses of where its complete elements end.
+_BULK_LEAST = 256
+_BULK_TRIES = 3
 
 _START, _AFTER_ELEMENT = 0, 1
 
@@ -181,7 +186,12 @@ class PartialJSON:
                 if self.done:
                     return changed
                 continue
-            # Every complete element at once, then the last one with the close.
+            # Every complete element at once (msgspec finds where they end, or the
+            # expression does), then the last one with the close.
+            bulk = _bulk(text, position, end, container, is_dict)
+            if bulk > position:
+                position = bulk
+                changed = True
             run = _RUN[is_dict].match(text, position)
             assert run is not None
             stop = run.end()
@@ -301,6 +311,50 @@ class PartialJSON:
         container, where = self._slot
         container[where] = text
         return True
+
+
+def _bulk(text: str, start: int, end: int, container: Any, is_dict: bool) -> int:
+    """Add the complete elements of ``text[start:end]`` to ``container`` in one msgspec
+    call, when they are many; where they end (after their last comma), or ``start``.
+
+    The last comma between two elements is found by trying the last few commas followed
+    by what starts an element here (``"`` for a key, else the first element's first
+    character): the text up to a comma inside a string or a nested value is not JSON
+    (a string or a bracket is left open), so the first that decodes is the one. Nothing
+    is done when none of them decodes: the expressions read the text instead.
+    """
+    if end - start < _BULK_LEAST:
+        return start
+    first = _SPACE.match(text, start)
+    assert first is not None
+    if first.end() >= end:
+        return start
+    opener = '"' if is_dict else text[first.end()]
+    cut = end
+    for _ in range(_BULK_TRIES):
+        cut = text.rfind(",", start, cut)
+        while cut > start:
+            after = _SPACE.match(text, cut + 1)
+            assert after is not None
+            if after.end() < end and text[after.end()] == opener:
+                break
+            cut = text.rfind(",", start, cut)
+        if cut <= start:
+            return start
+        elements = text[start:cut]
+        try:
+            if is_dict:
+                found = msgspec.json.decode(f"{{{elements}}}")
+            else:
+                found = msgspec.json.decode(f"[{elements}]")
+        except msgspec.DecodeError:
+            continue
+        if is_dict:
+            container.update(found)
+        else:
+            container.extend(found)
+        return cut + 1
+    return start
 
 
 def _decoded(raw: list[str], *, partial: bool = False) -> str | None:
