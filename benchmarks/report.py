@@ -253,7 +253,7 @@ def write_report(r: dict[str, Any]) -> str:
     )
     add("")
 
-    typed = rt.get("output")
+    typed = r.get("output", {}).get("rows")
     if typed:
         add("## 7b. Typed output with partial values (issue 32)\n")
         add(
