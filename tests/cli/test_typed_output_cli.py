@@ -144,3 +144,15 @@ def test_a_schema_that_is_not_one_is_refused_in_words() -> None:
     assert "error[INVALID_REQUEST]" in done.stderr
     assert "'integer' (the type of age) is not a type here" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_json_events_keep_the_raw_reply_and_the_errors_of_output_invalid() -> None:
+    with Fake("ollama") as fake:
+        fake.script(fake.text('{"name":"Rex","age":"three"}'))
+        done = chat(fake, "--schema", "name, age int", "--output-retries", "0", "--json", "a dog")
+    assert done.returncode == 1
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    (error,) = [e for e in events if e["type"] == "error"]
+    assert error["code"] == "OUTPUT_INVALID"
+    assert error["raw"] == '{"name":"Rex","age":"three"}'
+    assert error["errors"] == ["$.age: expected int, got str"]

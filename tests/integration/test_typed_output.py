@@ -223,3 +223,17 @@ async def test_a_chat_that_reaches_its_turn_limit_calling_tools_has_no_value(fak
         with pytest.raises(ollm.OutputInvalidError) as raised:
             await client.run("Again.", output=P)
     assert "max_turns" in raised.value.message
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_blocking_client_returns_the_value_too(backend: str) -> None:
+    with Fake("ollama") as fake:
+        fake.script(
+            fake.text('{"name":"x","age":"ten"}'),
+            fake.text('{"name":"x","age":10}'),
+            fake.text('{"name":"y","age":2}'),
+        )
+        with ollm.SyncChatClient(fake.client(), backend=backend) as client:
+            assert client.run("Invent a dog.", output=P) == P("x", 10)
+            events = list(client.chat("Another.", output=P))
+    assert events[-2] == ollm.OutputEvent(P("y", 2))
