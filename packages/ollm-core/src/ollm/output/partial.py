@@ -7,9 +7,10 @@ expressions (with possessive quantifiers, so they never backtrack) that take the
 nested values included up to a few levels; Python steps in only at the edges of a piece
 (a container that opens, an element cut in two). Each byte is read a bounded
 number of times, so a reply of n characters costs O(n), never a re-parse of the text so
-far per piece. Pieces are read in batches once the value is large (every 1/16 of what
-has arrived, at most 8 KB apart), so a long reply in tiny pieces costs no more than one
-in large pieces.
+far per piece. Pieces are read in batches once the value is large (each batch 1/16 of
+what has arrived), so a long reply in tiny pieces costs no more than one in large pieces,
+and the partial values shown number O(log n): a consumer that copies or encodes each one
+(``ollm chat --json``) spends O(n) in all, not O(n^2).
 
 The value is built in place: a container is added to its parent when it opens, the
 elements when they complete, and the string being written shows what has arrived of it
@@ -67,7 +68,6 @@ _SHOW_ALWAYS = 4096
 # The most text an element cut in two may hold back (a key, a number): past it, the
 # reply is not the JSON this reader follows.
 _MAX_HELD = 65536
-_BATCH_MAX = 8192
 # Text this long, or longer, is first tried in one msgspec call (``_bulk``), with at most
 # this many guesses of where its complete elements end.
 _BULK_LEAST = 256
@@ -137,7 +137,7 @@ class PartialJSON:
         self._waiting.clear()
         self._read += self._gathered
         self._gathered = 0
-        self._batch = min(_BATCH_MAX, self._read >> 4)
+        self._batch = self._read >> 4
         return self._take(self._held + text if self._held else text)
 
     def _take(self, text: str) -> bool:
