@@ -324,6 +324,8 @@ def pool(quick: bool) -> dict[str, Any]:
     single = result["single"]["cpu_us_per_chunk"]["median"]
     result["ratio"] = result["pool"]["cpu_us_per_chunk"]["median"] / single
     return result
+
+
 def typed_output(quick: bool) -> dict[str, Any]:
     """Typed output: a 1 MB object in 10,000 chunks, plain and with partial output."""
     sys.path.insert(0, str(HERE))
