@@ -18,68 +18,22 @@ from typing import Any
 import anyio
 import pytest
 import recording_middleware
+import typed_fakes
 from cli_helpers import OLLM, ollm_env
 
 import ollm
-from ollm_gemini import GeminiProvider
-from ollm_ollama import OllamaProvider
-from ollm_openai import OpenAIProvider
-from ollm_testutils import (
-    FakeGeminiServer,
-    FakeOllamaServer,
-    FakeOpenAIServer,
-    GeminiReply,
-    OllamaReply,
-    OpenAIReply,
-)
+from ollm_testutils import FakeOllamaServer, OllamaReply
 
 SUPPORT = Path(recording_middleware.__file__).parent
-KEY = "test-key"
-PROVIDERS = ("ollama", "openai", "gemini")
+PROVIDERS = typed_fakes.PROVIDERS
 WAYS = ("chat", "run", "sync-chat", "sync-run", "cli", "cli-json")
 
 
-class Fake:
-    """One fake server, how to script it, and how to reach it in and out of process."""
+class Fake(typed_fakes.Fake):
+    """One fake server, scripted for this test's chat: ``lookup`` once, then an answer."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.server: Any = {
-            "ollama": FakeOllamaServer,
-            "openai": FakeOpenAIServer,
-            "gemini": FakeGeminiServer,
-        }[name]()
-
-    def script(self) -> None:
-        call = ("lookup", {"city": "Paris"})
-        if self.name == "ollama":
-            replies: tuple[Any, ...] = (
-                OllamaReply(tool_calls=[call]),
-                OllamaReply(["Sunny ", "there."]),
-            )
-        elif self.name == "openai":
-            replies = (OpenAIReply(tool_calls=[call]), OpenAIReply(["Sunny ", "there."]))
-        else:
-            replies = (GeminiReply(calls=[call]), GeminiReply(["Sunny ", "there."]))
-        self.server.script(*replies)
-
-    @property
-    def model(self) -> str:
-        return {"ollama": "llama3.2", "openai": "gpt-test", "gemini": "gemini-2.5-flash"}[self.name]
-
-    def provider(self) -> ollm.ProviderAdapter:
-        if self.name == "ollama":
-            return OllamaProvider(self.server.url, environ={})
-        if self.name == "openai":
-            return OpenAIProvider(self.server.base_url, model=self.model, environ={})
-        return GeminiProvider(KEY, base_url=self.server.url, environ={})
-
-    def env(self) -> dict[str, str]:
-        if self.name == "ollama":
-            return {"OLLAMA_HOST": self.server.url}
-        if self.name == "openai":
-            return {"OPENAI_BASE_URL": self.server.base_url}
-        return {"GEMINI_API_KEY": KEY, "OLLM_GEMINI_BASE_URL": self.server.url}
+    def script_chat(self) -> None:
+        self.script(self.call("lookup", {"city": "Paris"}), self.text(["Sunny ", "there."]))
 
 
 @pytest.fixture(params=PROVIDERS)
@@ -157,12 +111,12 @@ def test_every_way_of_chatting_makes_the_same_middleware_calls(
     fake: Fake, backend: str, installed: str, tmp_path: Path
 ) -> None:
     # Once first, so that each way finds the server as the others do (a model loaded).
-    fake.script()
+    fake.script_chat()
     through_python(fake, "run", backend, tmp_path / "warm-up.jsonl")
     seen: dict[str, list[Any]] = {}
     for way in WAYS:
         record = tmp_path / f"{way}.jsonl"
-        fake.script()
+        fake.script_chat()
         if way.startswith("cli"):
             through_the_cli(fake, way, backend, record, installed)
         else:
