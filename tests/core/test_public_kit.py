@@ -99,6 +99,7 @@ def test_the_error_tree_has_its_four_families() -> None:
             "BAD_RESPONSE",
             "CONTENT_BLOCKED",
             "TOOLS_UNSUPPORTED",
+            "CONTEXT_EXCEEDED",
             "PROVIDER_ERROR",
         },
         ollm.ToolError: {

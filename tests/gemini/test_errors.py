@@ -128,6 +128,21 @@ async def test_invalid_argument_names_the_field(server: FakeGeminiServer) -> Non
     assert "generation_config.temperature: must be between 0 and 2" in error.message
 
 
+async def test_a_token_count_past_the_limit_is_context_exceeded(server: FakeGeminiServer) -> None:
+    server.script(
+        GeminiReply.failure(
+            400,
+            "The input token count (1200000) exceeds the maximum number of tokens allowed "
+            "(1048576).",
+            "INVALID_ARGUMENT",
+        )
+    )
+    async with provider_for(server) as provider:
+        error = await first_error(provider)
+    assert error.code == "CONTEXT_EXCEEDED"
+    assert "(1200000 tokens, for a window of 1048576)" in error.message
+
+
 async def test_permission_denied_says_what_to_check(server: FakeGeminiServer) -> None:
     server.script(GeminiReply.failure(403, "Permission denied.", "PERMISSION_DENIED"))
     async with provider_for(server) as provider:

@@ -22,6 +22,23 @@ RawServer = Any  # conftest.RawServer (the `raw_server` fixture)
 RunChat = Callable[..., Awaitable[list[ollm.ProviderEvent]]]  # the `chat` fixture
 
 HOST = "http://127.0.0.1:11434"
+# llama.cpp's refusal inside Ollama's, as a server sends it with "truncate": false.
+LLAMA_SERVER_TOO_LONG = json.dumps(
+    {
+        "error": json.dumps(
+            {
+                "error": {
+                    "code": 400,
+                    "message": "request (9000 tokens) exceeds the available context size "
+                    "(4096 tokens), try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": 9000,
+                    "n_ctx": 4096,
+                }
+            }
+        )
+    }
+).encode()
 
 
 def _only_error(events: list[ollm.ProviderEvent]) -> ollm.ErrorEvent:
@@ -135,6 +152,18 @@ async def test_a_server_that_hangs_up_without_answering(
         ),
         (400, b'{"error":"\\"bert\\" does not support chat"}', "INVALID_REQUEST", "embed()"),
         (400, b'{"error":"invalid model name"}', "INVALID_REQUEST", "invalid model name"),
+        (
+            400,
+            LLAMA_SERVER_TOO_LONG,
+            "CONTEXT_EXCEEDED",
+            "(9000 tokens, for a window of 4096)",
+        ),
+        (
+            400,
+            b'{"error":"the input length exceeds the context length"}',
+            "CONTEXT_EXCEEDED",
+            "too long for 'llama9'",
+        ),
         (500, b'{"error":"option \\"stop\\" must be of type array"}', "PROVIDER_ERROR", "array"),
         (500, b'{"error":"llama runner process has terminated"}', "PROVIDER_ERROR", "log"),
         (

@@ -93,12 +93,13 @@ async def test_an_exhausted_quota_is_not_retried(server: FakeOpenAIServer) -> No
 
 
 @pytest.mark.parametrize("flavor", FLAVORS)
-async def test_a_conversation_too_long_is_token_limit(flavor: str) -> None:
+async def test_a_conversation_too_long_is_context_exceeded_with_its_sizes(flavor: str) -> None:
     async with FakeOpenAIServer(flavor=flavor) as server:  # type: ignore[arg-type]
         server.context_window = 2
         error = error_of(await _events(server))
-    assert error.code == "TOKEN_LIMIT", error.message
-    assert "Start a new conversation" in error.message
+    assert error.code == "CONTEXT_EXCEEDED", error.message
+    assert "for a window of 2)" in error.message
+    assert "start a new one" in error.message
 
 
 @pytest.mark.parametrize("flavor", FLAVORS)

@@ -55,21 +55,22 @@ DECODER_ONLY = "The decoder prompt (length 9000) is longer than the maximum mode
 
 
 @pytest.mark.parametrize("wording", [VLLM_TOO_LONG, DECODER_ONLY])
-async def test_vllms_decoder_prompt_wording_is_a_token_limit(
+async def test_vllms_decoder_prompt_wording_is_context_exceeded(
     server: FakeOpenAIServer, stream: Stream, wording: str
 ) -> None:
     server.script(OpenAIReply.failure(400, wording, type="BadRequestError"))
     error = error_of(await stream())
-    assert error.code == "TOKEN_LIMIT"
+    assert error.code == "CONTEXT_EXCEEDED"
     assert "too long" in error.message
+    assert "(9000 tokens, for a window of 4096)" in error.message
 
 
-async def test_vllms_decoder_prompt_wording_in_a_stream_is_a_token_limit(
+async def test_vllms_decoder_prompt_wording_in_a_stream_is_context_exceeded(
     server: FakeOpenAIServer, stream: Stream
 ) -> None:
     error_event = {"error": {"message": DECODER_ONLY, "type": "BadRequestError", "code": 400}}
     server.script(OpenAIReply(raw=[sse(error_event, done=False)]))
-    assert error_of(await stream()).code == "TOKEN_LIMIT"
+    assert error_of(await stream()).code == "CONTEXT_EXCEEDED"
 
 
 @pytest.mark.parametrize(

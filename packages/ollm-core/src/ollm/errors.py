@@ -20,6 +20,7 @@ listing codes (``except ollm.TransportError``); the codes themselves never chang
     │   ├── BadResponseError          BAD_RESPONSE
     │   ├── ContentBlockedError       CONTENT_BLOCKED
     │   ├── ToolsUnsupportedError     TOOLS_UNSUPPORTED
+    │   ├── ContextExceededError      CONTEXT_EXCEEDED
     │   └── ProviderError             PROVIDER_ERROR
     ├── ToolError                 a tool could not be made, found or run
     │   ├── ToolNotFoundError         TOOL_NOT_FOUND
@@ -37,10 +38,19 @@ listing codes (``except ollm.TransportError``); the codes themselves never chang
     │   ├── MiddlewareError           MIDDLEWARE_FAILED
     │   └── TokenLimitError           TOKEN_LIMIT
     └── LogsUnavailableError      LOGS_UNAVAILABLE (the conversation log, not a chat)
+
+Two codes say that a conversation is too long, and they differ in who found it:
+``TOKEN_LIMIT`` is ollm's own count before sending (nothing was sent, or a compaction
+could not make the history fit); ``CONTEXT_EXCEEDED`` is the server's refusal (Ollama's
+``exceed_context_size_error``, OpenAI's "maximum context length", vLLM's, SGLang's and
+llama.cpp's wordings, Gemini's token count), or a reply the server evaluated from a
+prompt it cut (``on_truncation="error"``). The runtime compacts once on
+``CONTEXT_EXCEEDED`` and sends again.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 __all__ = [
@@ -49,6 +59,7 @@ __all__ = [
     "CapabilityError",
     "ConnectionFailedError",
     "ContentBlockedError",
+    "ContextExceededError",
     "ConversationBusyError",
     "ErrorCode",
     "InvalidRequestError",
@@ -114,6 +125,7 @@ class ErrorCode:
     MIDDLEWARE_FAILED = "MIDDLEWARE_FAILED"
     TOOL_DENIED = "TOOL_DENIED"
     OUTPUT_INVALID = "OUTPUT_INVALID"
+    CONTEXT_EXCEEDED = "CONTEXT_EXCEEDED"
 
 
 class OllmError(Exception):
@@ -232,6 +244,117 @@ class ContentBlockedError(ServerError):
     """The provider's safety filters blocked the prompt or the reply; the reason is named."""
 
     code = ErrorCode.CONTENT_BLOCKED
+
+
+# How servers say that a prompt does not fit (lower case): Ollama and llama.cpp's
+# server ("request (9000 tokens) exceeds the available context size (4096 tokens)",
+# type exceed_context_size_error), Ollama's own runner ("the input length exceeds the
+# context length"), OpenAI ("This model's maximum context length is 8192 tokens",
+# code context_length_exceeded), vLLM ("The decoder prompt (length 9000) is longer
+# than the maximum model length of 4096"), SGLang ("The input (9000 tokens) is longer
+# than the model's context length (4096 tokens)"), Gemini ("The input token count
+# (1200000) exceeds the maximum number of tokens allowed (1048576)").
+_CONTEXT_PHRASES = (
+    "exceed_context_size",
+    "context_length_exceeded",
+    "exceeds the available context size",
+    "exceeds the context length",
+    "maximum context length",
+    "maximum model length",
+    "model's context length",
+    "context length exceeded",
+    "exceeds the context window",
+    "exceeds the maximum number of tokens",
+    "input token count",
+    "prompt is too long",
+    "prompt too long",
+    "too many tokens",
+)
+_WINDOW_PATTERNS = tuple(
+    re.compile(p)
+    for p in (
+        r'"?n_ctx"?\s*[:=]\s*(\d+)',
+        r"maximum context length (?:is|of) (\d+)",
+        r"maximum model length (?:is|of) (\d+)",
+        r"context (?:size|length|window) (?:is |of )?\(?(\d+)",
+        r"maximum number of tokens allowed \((\d+)\)",
+        r"\d+ tokens > (\d+)",
+    )
+)
+_PROMPT_PATTERNS = tuple(
+    re.compile(p)
+    for p in (
+        r'"?n_prompt_tokens"?\s*[:=]\s*(\d+)',
+        r"(\d+) in the messages",
+        r"messages resulted in (\d+) tokens",
+        r"(?:request|input) \((\d+) tokens\)",
+        r"prompt \(length (\d+)\)",
+        r"input token count \((\d+)\)",
+        r"(?:requested|prompt has|prompt is) (\d+) tokens",
+        r"(\d+) tokens > \d+",
+    )
+)
+
+
+def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
+    for pattern in patterns:
+        match = pattern.search(text)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+class ContextExceededError(ServerError):
+    """The server refused a request too long for the model's context window (or, with
+    ``on_truncation="error"``, cut it before answering).
+
+    ``prompt_tokens`` and ``context_window`` are the sizes the server named, when it
+    named them. Not ``TOKEN_LIMIT``: that is ollm's own count, before anything is sent.
+    """
+
+    code = ErrorCode.CONTEXT_EXCEEDED
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        prompt_tokens: int | None = None,
+        context_window: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.prompt_tokens = prompt_tokens
+        self.context_window = context_window
+
+    @staticmethod
+    def said_in(text: str) -> bool:
+        """Whether a server's error ``text`` says the prompt does not fit the window."""
+        lowered = text.lower()
+        return any(phrase in lowered for phrase in _CONTEXT_PHRASES)
+
+    @classmethod
+    def from_server(cls, who: str, said: str, *, name: str, **kwargs: Any) -> ContextExceededError:
+        """The error for a server's refusal ``said`` (its own words), sizes read from it.
+
+        ``who`` names the server ("Ollama at http://..."), ``name`` the model.
+        """
+        lowered = said.lower()
+        prompt = _first_number(_PROMPT_PATTERNS, lowered)
+        window = _first_number(_WINDOW_PATTERNS, lowered)
+        if prompt is not None and window is not None:
+            sizes = f" ({prompt} tokens, for a window of {window})"
+        elif window is not None:
+            sizes = f" (its window is {window} tokens)"
+        else:
+            sizes = ""
+        return cls(
+            f"{who} refused the request: the conversation is too long for {name}{sizes}. "
+            f"The server said: {said}. Shorten the conversation or start a new one, or "
+            "raise the context window (context_window=...; ollm chat --context-window).",
+            prompt_tokens=prompt,
+            context_window=window,
+            **kwargs,
+        )
 
 
 class ProviderError(ServerError):
@@ -354,6 +477,7 @@ _BY_CODE: dict[str, type[OllmError]] = {
         ModelNotFoundError,
         ToolsUnsupportedError,
         BadResponseError,
+        ContextExceededError,
         StreamInterruptedError,
         TLSError,
         RateLimitedError,

@@ -18,12 +18,12 @@ import msgspec
 
 from ollm.errors import (
     AuthenticationError,
+    ContextExceededError,
     InvalidRequestError,
     ModelNotFoundError,
     OllmError,
     ProviderError,
     RateLimitedError,
-    TokenLimitError,
 )
 from ollm.kit import excerpt, quote
 from ollm_gemini._config import ENV_API_KEY, GeminiConfig
@@ -188,11 +188,7 @@ def error_from_reply(
             **common,
         )
     if said.mentions("exceeds the maximum number of tokens", "input token count", "too long"):
-        return TokenLimitError(
-            f"The conversation is too long for {name} ({quoted}). Start a new conversation, "
-            "shorten it, or use a model with a larger context window.",
-            **common,
-        )
+        return ContextExceededError.from_server(who, quoted, name=name, **common)
     if code is not None and code >= 500:
         what = {
             503: "is overloaded or unavailable",

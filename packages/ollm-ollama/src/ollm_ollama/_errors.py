@@ -16,6 +16,7 @@ import msgspec
 
 from ollm.errors import (
     AuthenticationError,
+    ContextExceededError,
     InvalidRequestError,
     ModelNotFoundError,
     OllmError,
@@ -148,6 +149,12 @@ def error_from_status(
             "(OLLAMA_NUM_PARALLEL and OLLAMA_MAX_QUEUE on the server).",
             retry_after=retry_after_seconds(headers) if headers else None,
             **common,
+        )
+    if status in (400, 500) and ContextExceededError.said_in(text or plain):
+        # With "truncate": false, a prompt longer than num_ctx is refused (the runner's
+        # words, or llama.cpp's exceed_context_size_error JSON inside Ollama's).
+        return ContextExceededError.from_server(
+            f"Ollama at {url}", said, name=repr(model) if model else "the model", **common
         )
     if status == 400:
         return InvalidRequestError(

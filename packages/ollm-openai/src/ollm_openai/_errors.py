@@ -16,12 +16,12 @@ import msgspec
 
 from ollm.errors import (
     AuthenticationError,
+    ContextExceededError,
     InvalidRequestError,
     ModelNotFoundError,
     OllmError,
     ProviderError,
     RateLimitedError,
-    TokenLimitError,
     ToolsUnsupportedError,
 )
 from ollm.kit import excerpt, quote
@@ -158,12 +158,10 @@ def error_from_reply(
             step = f"Check the key in {config.api_key_setting}, and its access to {name}."
         verb = "refused the API key" if status == 401 else "refused access"
         return AuthenticationError(f"{who} {verb} (HTTP {status}: {quoted}). {step}", **common)
-    if said.mentions(*_CONTEXT) and status in (400, 413, 422, None):
-        return TokenLimitError(
-            f"The conversation is too long for {name} on {url} ({quoted}). Start a new "
-            "conversation, shorten it, or use a model with a larger context window.",
-            **common,
-        )
+    if status in (400, 413, 422, None) and (
+        said.mentions(*_CONTEXT) or ContextExceededError.said_in(said.message)
+    ):
+        return ContextExceededError.from_server(who, quoted, name=name, **common)
     if status == 404:
         if model is not None and said.mentions("model"):
             return ModelNotFoundError(

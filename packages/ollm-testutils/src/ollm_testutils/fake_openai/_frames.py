@@ -41,7 +41,8 @@ def context_message(flavor: str, window: int, used: int) -> tuple[str, str | Non
         )
     if flavor == "llamacpp":
         return (
-            "the request exceeds the available context size, try increasing it",
+            f"request ({used} tokens) exceeds the available context size ({window} tokens), "
+            "try increasing it",
             "exceed_context_size_error",
             None,
         )
