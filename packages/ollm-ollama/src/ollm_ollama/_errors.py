@@ -150,9 +150,10 @@ def error_from_status(
             retry_after=retry_after_seconds(headers) if headers else None,
             **common,
         )
-    if status in (400, 500) and ContextExceededError.said_in(text or plain):
+    if path == "/api/chat" and status in (400, 500) and ContextExceededError.said_in(text or plain):
         # With "truncate": false, a prompt longer than num_ctx is refused (the runner's
-        # words, or llama.cpp's exceed_context_size_error JSON inside Ollama's).
+        # words, or llama.cpp's exceed_context_size_error JSON inside Ollama's); an
+        # embedding's input too long stays an INVALID_REQUEST about that input.
         return ContextExceededError.from_server(
             f"Ollama at {url}", said, name=repr(model) if model else "the model", **common
         )
