@@ -40,6 +40,7 @@ from ollm.types import (
 )
 from ollm_ollama._convert import build_chat_request, tool_call_from_chunk
 from ollm_ollama._errors import PROVIDER, describe_error_value, error_from_text
+from ollm_ollama._guard import TruncationGuard
 from ollm_ollama._wire import ChatChunk, encode
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ async def stream_chat(
         try:
             notice = await provider._loading_notice(model, stream.abort)
             stop = await provider._model_stop(model, stream.abort) if request.options.stop else ()
+            guard = provider._truncation_guard(request)
             body = encode(
                 build_chat_request(request, keep_alive=provider.config.keep_alive, model_stop=stop)
             )
@@ -97,7 +99,7 @@ async def stream_chat(
                     or (message is not None and (message.thinking or message.tool_calls))
                 ):
                     # The rarer chunks: thinking, tool calls, the end, an error.
-                    for event in _events(provider, request, chunk):
+                    for event in _events(provider, request, chunk, guard):
                         if type(event) is FinishEvent:
                             stream.done()
                         yield event
@@ -124,7 +126,7 @@ def _unsendable(model: str, exc: Exception) -> OllmError:
 
 
 def _events(
-    provider: OllamaProvider, request: ProviderRequest, chunk: ChatChunk
+    provider: OllamaProvider, request: ProviderRequest, chunk: ChatChunk, guard: TruncationGuard
 ) -> list[ProviderEvent]:
     """The events of a chunk that is not plain text; a final event ends the list."""
     if chunk.error is not None:
@@ -154,7 +156,12 @@ def _events(
             prompt_eval_duration_ns=chunk.prompt_eval_duration,
             eval_duration_ns=chunk.eval_duration,
         )
-        provider._replied(request, chunk.prompt_eval_count)
+        evaluated = chunk.prompt_eval_count
+        if guard.cut(evaluated):
+            assert evaluated is not None
+            events.append(guard.notice(evaluated))
+            evaluated = None  # a count of a cut prompt would under-estimate the next one
+        provider._replied(request, evaluated)
         # "stop" also when the model called tools; "load"/"unload" only for empty chats.
         reason: FinishReason = "length" if chunk.done_reason == "length" else "stop"
         events.append(FinishEvent(reason, usage))

@@ -285,6 +285,7 @@ def build_chat_request(
         format=_response_format(request.response_format),
         keep_alive=extra_keep_alive if extra_keep_alive is not None else keep_alive,
         think=request.think,
+        truncate=False,
     )
 
 

@@ -47,6 +47,7 @@ from ollm_ollama._config import (
 from ollm_ollama._convert import capabilities_from
 from ollm_ollama._embed import DEFAULT_BATCH_SIZE, embed
 from ollm_ollama._errors import PROVIDER, error_from_status
+from ollm_ollama._guard import TruncationGuard
 from ollm_ollama._version import __version__
 from ollm_ollama._wire import MAX_LINE_BYTES, ShowResponse
 
@@ -203,6 +204,22 @@ class OllamaProvider(HTTPProvider):
         except Exception:
             log.debug("the stop strings of %r are unknown", model, exc_info=True)
         return []
+
+    def _truncation_guard(self, request: ProviderRequest) -> TruncationGuard:
+        """What the guard needs to tell a cut prompt: ollm's count of it, and the window
+        (the ``num_ctx`` asked for and the trained length that caps it, else the window
+        ``/api/ps`` last showed), as far as they are known without asking the server."""
+        model = request.model
+        asked = request.options.context_window
+        trained = loaded = None
+        if asked is not None:
+            # Only what is known already (the loading notice's look): no request more.
+            show = self._shows.get(model)
+            trained = _models.trained_context_length(show) if show is not None else None
+        elif self._running is not None:
+            running = self._running[1].get(_models.canonical_name(model))
+            loaded = running.context_window if running is not None else None
+        return TruncationGuard(model, self._anchors.count(request), asked, trained, loaded)
 
     def _streaming(self, model: str) -> None:
         """The server began a reply: the model is in memory now (no loading notice)."""

@@ -100,6 +100,8 @@ class ChatRequest(msgspec.Struct, omit_defaults=True):
     format: str | dict[str, Any] | None = None
     keep_alive: float | int | str | None = None
     think: bool | str | None = None
+    # Always false: a prompt longer than the window is refused, never cut silently.
+    truncate: bool | None = None
 
 
 class EmbedRequest(msgspec.Struct, omit_defaults=True):

@@ -192,6 +192,7 @@ def _run(
             tool_call_deltas=args.call_deltas,
             output=output,
             output_retries=2 if args.output_retries is None else args.output_retries,
+            on_truncation=args.on_truncation,
         )
         session = _Session(client, registries, config, renderer, terminal, log, system)
         session.output_schema = output

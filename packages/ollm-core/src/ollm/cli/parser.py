@@ -149,6 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument(
         "--context-window", type=_positive_int, default=None, help="context size in tokens"
     )
+    chat.add_argument(
+        "--on-truncation",
+        choices=("notice", "error"),
+        default="notice",
+        help="when the server cut the prompt to fit its window (Ollama): say so and go on "
+        "(notice, the default), or stop the chat with CONTEXT_EXCEEDED (error)",
+    )
     chat.add_argument("--json", action="store_true", help="print every event as a JSON line")
     chat.add_argument(
         "--call-deltas",

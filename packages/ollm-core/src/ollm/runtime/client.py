@@ -262,6 +262,7 @@ class ChatClient:
         output: Any = None,
         output_retries: int = 2,
         output_strategy: str = "auto",
+        on_truncation: str = "notice",
     ) -> None:
         if registries is not None and not isinstance(registries, Registries):
             raise TypeError("registries must be an ollm.Registries")
@@ -291,6 +292,7 @@ class ChatClient:
             output=output,
             output_retries=output_retries,
             output_strategy=output_strategy,
+            on_truncation=on_truncation,
         )
         self.conversation = conversation if conversation is not None else Conversation()
 
@@ -331,6 +333,7 @@ class ChatClient:
         output: Any = None,
         output_retries: int | None = None,
         output_strategy: str | None = None,
+        on_truncation: str | None = None,
     ) -> ChatStream:
         """Start a chat; iterate the returned stream for its events.
 
@@ -365,6 +368,7 @@ class ChatClient:
             output=output,
             output_retries=output_retries,
             output_strategy=output_strategy,
+            on_truncation=on_truncation,
         )
         if abort is not None and not isinstance(abort, AbortSignal):
             raise TypeError("abort must be an ollm.AbortSignal")

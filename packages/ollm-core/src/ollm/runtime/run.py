@@ -34,6 +34,7 @@ from ollm.runtime.tokens import TokenBudget, count_request_tokens
 from ollm.runtime.tool_runner import ToolOutcome, run_tool_calls, without_images
 from ollm.runtime.toolsets import ToolsetSessions
 from ollm.runtime.turn import Turn, tool_message
+from ollm.runtime.window import TRUNCATED, truncation_error
 from ollm.tools.tool import Tool
 from ollm.types.abort import AbortSignal
 from ollm.types.events import (
@@ -255,6 +256,9 @@ class ChatRun:
                                 break
                             elif type(event) is ErrorEvent:
                                 turn.error = event
+                                break
+                            elif type(event) is NoticeEvent and self._cut_short(event):
+                                turn.error = truncation_error(event)
                                 break
                             elif type(event) is NoticeEvent or type(event) is ToolCallDeltaEvent:
                                 yield event
@@ -677,6 +681,10 @@ class ChatRun:
                 cast(ModelInspection, self.provider), self.model
             )
         return found is None or found.vision is not False
+
+    def _cut_short(self, notice: NoticeEvent) -> bool:
+        """Whether ``notice`` says the server cut the prompt, and the chat must stop."""
+        return notice.kind == TRUNCATED and self.settings.on_truncation == "error"
 
     def _finished(self) -> FinishEvent | None:
         # A call, not an attribute read, so that type checkers do not assume the

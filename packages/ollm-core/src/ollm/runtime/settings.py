@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ollm.runtime.window import check_on_truncation
 from ollm.tools.tool import Tool
 from ollm.tools.toolset import Toolset
 from ollm.types.middleware import check_middleware
@@ -62,6 +63,10 @@ class ChatSettings:
     - ``output_strategy``: how the output is asked for: ``auto`` (the provider's native
       constraint and the prompt; the prompt alone with ReAct, or once a server ignored
       the constraint), ``native``, or another installed output strategy.
+    - ``on_truncation``: what a reply the server evaluated from a prompt it cut to fit
+      its window does (Ollama's guard tells it): ``"notice"`` (a ``context_truncated``
+      notice with the numbers, the chat goes on) or ``"error"`` (the chat ends
+      ``CONTEXT_EXCEEDED``).
     """
 
     provider: str | ProviderAdapter | None = None
@@ -86,6 +91,7 @@ class ChatSettings:
     output: Any = None
     output_retries: int = 2
     output_strategy: str = "auto"
+    on_truncation: str = "notice"
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
@@ -104,6 +110,7 @@ class ChatSettings:
             raise TypeError("options must be a GenerationOptions")
         object.__setattr__(self, "middleware", check_middleware(self.middleware))
         object.__setattr__(self, "approval", as_policy(self.approval))
+        check_on_truncation(self.on_truncation)
         if self.approver is not None and not callable(self.approver):
             raise TypeError("approver must be a function of an ApprovalRequestEvent")
         if self.output is not None:

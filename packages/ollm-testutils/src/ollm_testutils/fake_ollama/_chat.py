@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ollm_testutils.fake_ollama._exchange import Exchange
-from ollm_testutils.fake_ollama._playback import default_reply, play
+from ollm_testutils.fake_ollama._playback import default_reply, play, prompt_tokens
 from ollm_testutils.fake_ollama._script import OllamaModel
 from ollm_testutils.fake_ollama._wire import (
     ChatChunk,
@@ -95,11 +95,53 @@ def handle_chat(server: FakeOllamaServer, exchange: Exchange) -> None:
     if reply is None:
         reply = default_reply(_thinks(chat.think, model))
     server.store.load(model, keep_alive, options.get("num_ctx"))
+    evaluated = _evaluated(server, chat, model)
+    if evaluated is None:
+        exchange.error(400, _too_long(chat, server.store.context(model), model))
+        return
     try:
-        play(reply, name, chat, exchange)
+        play(reply, name, chat, exchange, evaluated)
     finally:
         if keep_alive == 0:
             server.store.unload(model)
+
+
+def _evaluated(server: FakeOllamaServer, chat: ChatRequest, model: OllamaModel) -> int | None:
+    """The prompt tokens the server evaluates, or ``None`` when it refuses the prompt.
+
+    As a real server does with ``server.context_overflow`` set: the window is the one
+    loaded (``num_ctx``), capped at the model's trained length; a longer prompt is cut
+    to the window (``"truncate"``, an older server; or ``"refuse"`` when the request
+    leaves ``truncate`` unset or true), or refused with llama.cpp's 400 (``"refuse"``
+    with ``"truncate": false``). Each count is recorded in ``server.evaluated``.
+    """
+    tokens = prompt_tokens(chat)
+    window = min(server.store.context(model), model.context_length)
+    overflow = server.context_overflow
+    if overflow is not None and tokens > window:
+        if overflow == "refuse" and chat.truncate is False:
+            return None
+        tokens = window
+    with server._lock:
+        server.evaluated.append(tokens)
+    return tokens
+
+
+def _too_long(chat: ChatRequest, context: int, model: OllamaModel) -> str:
+    """Ollama's refusal of a prompt too long: llama.cpp's error as JSON, in a string."""
+    tokens = prompt_tokens(chat)
+    window = min(context, model.context_length)
+    inner = {
+        "error": {
+            "code": 400,
+            "message": f"request ({tokens} tokens) exceeds the available context size "
+            f"({window} tokens), try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": tokens,
+            "n_ctx": window,
+        }
+    }
+    return _encoder.encode(inner).decode()
 
 
 def _load(

@@ -19,7 +19,7 @@ from ollm_testutils.fake_ollama._wire import (
     utc_timestamp,
 )
 
-__all__ = ["DEFAULT_TEXT", "DEFAULT_THINKING", "default_reply", "play"]
+__all__ = ["DEFAULT_TEXT", "DEFAULT_THINKING", "default_reply", "play", "prompt_tokens"]
 
 DEFAULT_TEXT = ["Hello", "!", " How", " can", " I", " help", " you", " today", "?"]
 DEFAULT_THINKING = ["Okay", ",", " the", " user", " said", " hello", "."]
@@ -32,19 +32,33 @@ def default_reply(think: bool | str) -> OllamaReply:
     return OllamaReply(DEFAULT_TEXT, thinking=DEFAULT_THINKING if think else ())
 
 
-def play(reply: OllamaReply, model: str, chat: ChatRequest, exchange: Exchange) -> None:
-    """Answer ``chat`` with ``reply``, streamed or whole as the request asked."""
+def prompt_tokens(chat: ChatRequest) -> int:
+    """The prompt tokens the fake counts for ``chat``: characters / 4 of the messages'
+    content, and 10 a message."""
+    characters = sum(len(message.content or "") for message in chat.messages or ())
+    return max(1, -(-characters // 4)) + 10 * len(chat.messages or ())
+
+
+def play(
+    reply: OllamaReply,
+    model: str,
+    chat: ChatRequest,
+    exchange: Exchange,
+    evaluated: int | None = None,
+) -> None:
+    """Answer ``chat`` with ``reply``, streamed or whole as the request asked;
+    ``evaluated`` is the ``prompt_eval_count`` to report (else the prompt's count)."""
     if reply.first_byte_delay and not exchange.wait(reply.first_byte_delay):
         return
     if reply.status != 200:
         body = reply.body or b""
         exchange.response.send(reply.status, body, JSON if body else None)
     elif chat.stream is False:
-        _play_whole(reply, model, chat, exchange)
+        _play_whole(reply, model, chat, exchange, evaluated)
     elif reply.bulk:
-        _play_bulk(reply, model, chat, exchange)
+        _play_bulk(reply, model, chat, exchange, evaluated)
     else:
-        _play_stream(reply, model, chat, exchange)
+        _play_stream(reply, model, chat, exchange, evaluated)
 
 
 def _call_id() -> str:
@@ -69,11 +83,12 @@ def _wire_calls(reply: OllamaReply) -> list[WireToolCall]:
     return calls
 
 
-def _metrics(reply: OllamaReply, chat: ChatRequest, chunks: int) -> dict[str, int]:
+def _metrics(
+    reply: OllamaReply, chat: ChatRequest, chunks: int, evaluated: int | None
+) -> dict[str, int]:
     if reply.metrics is not None:
         return {key: value for key, value in reply.metrics.items() if value}
-    characters = sum(len(message.content or "") for message in chat.messages or ())
-    prompt = max(1, -(-characters // 4)) + 10 * len(chat.messages or ())
+    prompt = evaluated if evaluated is not None else prompt_tokens(chat)
     completion = max(1, chunks)
     load, prompt_ns, eval_ns = 1_334_875, prompt * 1_317_000, completion * 16_083_000
     return {
@@ -105,6 +120,7 @@ def _final(
     content: str,
     thinking: str | None = None,
     tool_calls: list[WireToolCall] | None = None,
+    evaluated: int | None = None,
 ) -> bytes:
     chunk = ChatChunk(
         model=model,
@@ -114,7 +130,7 @@ def _final(
         ),
         done_reason=reply.done_reason or None,
         done=True,
-        **_metrics(reply, chat, chunks),
+        **_metrics(reply, chat, chunks, evaluated),
     )
     return go_json(chunk)
 
@@ -141,7 +157,9 @@ def _stream_lines(reply: OllamaReply, model: str) -> tuple[list[bytes], list[Wir
     return lines, final_calls
 
 
-def _play_stream(reply: OllamaReply, model: str, chat: ChatRequest, exchange: Exchange) -> None:
+def _play_stream(
+    reply: OllamaReply, model: str, chat: ChatRequest, exchange: Exchange, evaluated: int | None
+) -> None:
     response, connection = exchange.response, exchange.connection
     if reply.lines is not None:
         pieces = list(reply.lines)
@@ -152,7 +170,9 @@ def _play_stream(reply: OllamaReply, model: str, chat: ChatRequest, exchange: Ex
         elif reply.error_line is not None:
             pieces.append(go_json(ErrorBody(reply.error_line)) + b"\n")
         elif reply.end == "done":
-            final = _final(reply, model, chat, len(pieces), reply.final_text, None, final_calls)
+            final = _final(
+                reply, model, chat, len(pieces), reply.final_text, None, final_calls, evaluated
+            )
             pieces.append(final + b"\n")
     if reply.write_size:
         body = b"".join(pieces)
@@ -175,7 +195,9 @@ def _play_stream(reply: OllamaReply, model: str, chat: ChatRequest, exchange: Ex
         response.end()
 
 
-def _play_bulk(reply: OllamaReply, model: str, chat: ChatRequest, exchange: Exchange) -> None:
+def _play_bulk(
+    reply: OllamaReply, model: str, chat: ChatRequest, exchange: Exchange, evaluated: int | None
+) -> None:
     body = reply._bulk_cache.get(model)
     if body is None:
         stamp = utc_timestamp()
@@ -191,7 +213,9 @@ def _play_bulk(reply: OllamaReply, model: str, chat: ChatRequest, exchange: Exch
             + b"\n"
             for piece in reply.text
         ]
-        encoded.append(_final(reply, model, chat, len(encoded), reply.final_text) + b"\n")
+        encoded.append(
+            _final(reply, model, chat, len(encoded), reply.final_text, evaluated=evaluated) + b"\n"
+        )
         # Framed as a real server frames it, one HTTP chunk per line, so a client does
         # all the work it would do against Ollama; but built once, and sent in large
         # writes, so that the server is never what a benchmark measures.
@@ -208,7 +232,9 @@ def _play_bulk(reply: OllamaReply, model: str, chat: ChatRequest, exchange: Exch
     response.end()
 
 
-def _play_whole(reply: OllamaReply, model: str, chat: ChatRequest, exchange: Exchange) -> None:
+def _play_whole(
+    reply: OllamaReply, model: str, chat: ChatRequest, exchange: Exchange, evaluated: int | None
+) -> None:
     """``stream: false``: one object joining everything, as ``writeChatResponse`` does."""
     response = exchange.response
     if reply.hang:
@@ -226,5 +252,5 @@ def _play_whole(reply: OllamaReply, model: str, chat: ChatRequest, exchange: Exc
         content = ("x" * reply.huge_chunk) + "".join(reply.text) + reply.final_text
         thinking = "".join(reply.thinking) or None
         chunks = len(reply.text) + len(reply.thinking) + (1 if reply.tool_calls else 0)
-        body = _final(reply, model, chat, chunks, content, thinking, _wire_calls(reply))
+        body = _final(reply, model, chat, chunks, content, thinking, _wire_calls(reply), evaluated)
         response.send(200, body, JSON)

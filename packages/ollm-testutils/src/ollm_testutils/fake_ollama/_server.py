@@ -6,7 +6,7 @@ import inspect
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ollm_testutils.fake_ollama._exchange import Exchange
 from ollm_testutils.fake_ollama._routes import dispatch
@@ -61,6 +61,14 @@ class FakeOllamaServer(FakeServer):
 
     Every request is recorded in ``requests``, with whether its response completed or
     the client went away first; ``open_connections`` counts the connections open now.
+
+    ``context_overflow`` plays what a server does with a prompt longer than its window
+    (``num_ctx``, or 4096, capped at the model's ``context_length``): ``None`` (the
+    default) lets every prompt through whole; ``"truncate"`` cuts it silently, as an
+    older server does (``prompt_eval_count`` is the window); ``"refuse"`` answers 400
+    ``exceed_context_size_error`` to a request that says ``"truncate": false`` and cuts
+    the others, as a recent server does. ``evaluated`` lists the prompt tokens of each
+    chat request the server answered, as it counted them.
     """
 
     def __init__(
@@ -76,6 +84,8 @@ class FakeOllamaServer(FakeServer):
         # Raw lines a streamed pull writes after its first step (odd lines, for tests).
         self.pull_extra_lines: list[bytes] = []
         self.check_host = True
+        self.context_overflow: Literal["truncate", "refuse"] | None = None
+        self.evaluated: list[int] = []
         self.requests: list[RecordedRequest] = []
         self.store = ModelStore()
         self._lock = threading.Lock()
@@ -162,7 +172,9 @@ class FakeOllamaServer(FakeServer):
             self._script.clear()
             self._failures.clear()
             self.requests.clear()
+            self.evaluated.clear()
         self.store.unload_all()
+        self.context_overflow = None
         self._function = None
         self.default_reply = None
 

@@ -108,6 +108,12 @@ class ModelStore:
                 context = self._loaded[key][1] if key in self._loaded else DEFAULT_CONTEXT
             self._loaded[key] = (expiry(keep_alive), context)
 
+    def context(self, model: OllamaModel) -> int:
+        """The window ``model`` is loaded with (the default when it is not loaded)."""
+        with self._lock:
+            loaded = self._loaded.get(model.name.lower())
+        return loaded[1] if loaded is not None else DEFAULT_CONTEXT
+
     def unload(self, model: OllamaModel) -> None:
         """The model left memory."""
         with self._lock:

@@ -132,6 +132,7 @@ class ChatRequest(msgspec.Struct):
     keep_alive: Any = None
     logprobs: bool | None = None
     top_logprobs: int | None = None
+    truncate: bool | None = None
 
 
 _GO_TYPES = {

@@ -1,0 +1,106 @@
+"""Ollama never cuts a prompt silently: "truncate": false, and a guard for servers that do."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+import ollm
+from ollm_ollama import OllamaProvider
+from ollm_testutils import FakeOllamaServer
+
+pytestmark = pytest.mark.anyio
+
+# 9,000 tokens as ollm and the fake server count them (characters / 4).
+LONG = "word " * 7200
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeOllamaServer]:
+    async with FakeOllamaServer(models=False) as built:
+        # A model trained for 4096 tokens: Ollama caps any num_ctx asked for there.
+        built.add_model("small", capabilities=["completion", "tools"], context_length=4096)
+        yield built
+
+
+async def _chat(server: FakeOllamaServer, **settings: object) -> list[ollm.ChatEvent]:
+    async with OllamaProvider(server.url, environ={}) as provider:
+        client = ollm.ChatClient(
+            ollm.Registries(),
+            provider=provider,
+            model="small",
+            context_window=16384,
+            **settings,  # type: ignore[arg-type]
+        )
+        async with client.chat(LONG) as stream:
+            events = [event async for event in stream]
+        assert client.conversation[0].text == LONG  # the history is whole, whatever happened
+        return events
+
+
+async def test_every_chat_request_says_truncate_false(server: FakeOllamaServer) -> None:
+    async with OllamaProvider(server.url, environ={}) as provider:
+        client = ollm.ChatClient(ollm.Registries(), provider=provider, model="small")
+        await client.run("hi")
+        await client.run("again")
+    assert [r.json["truncate"] for r in server.chat_requests] == [False, False]
+
+
+async def test_a_silently_cut_prompt_gives_a_notice_with_the_numbers(
+    server: FakeOllamaServer,
+) -> None:
+    server.context_overflow = "truncate"
+    events = await _chat(server)
+    notices = [e for e in events if isinstance(e, ollm.NoticeEvent) and e.kind != "loading_model"]
+    assert [n.kind for n in notices] == ["context_truncated"]
+    message = notices[0].message
+    assert "evaluated 4096 tokens of about 9000 sent" in message
+    assert "window of 4096 tokens" in message
+    assert "trained for 4096 tokens" in message
+    assert "16384" in message
+    assert events[-1] == ollm.FinishEvent("stop", events[-1].usage)  # type: ignore[union-attr]
+    assert server.evaluated == [4096]
+
+
+async def test_on_truncation_error_ends_the_chat_context_exceeded(
+    server: FakeOllamaServer,
+) -> None:
+    server.context_overflow = "truncate"
+    events = await _chat(server, on_truncation="error")
+    errors = [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert [e.code for e in errors] == ["CONTEXT_EXCEEDED"]
+    assert "evaluated 4096 tokens of about 9000 sent" in errors[0].message
+    assert isinstance(events[-1], ollm.FinishEvent)
+    assert events[-1].reason == "error"
+
+
+async def test_a_recent_server_refuses_and_the_chat_ends_context_exceeded(
+    server: FakeOllamaServer,
+) -> None:
+    server.context_overflow = "refuse"
+    events = await _chat(server)
+    errors = [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert [e.code for e in errors] == ["CONTEXT_EXCEEDED"]
+    assert "(9010 tokens, for a window of 4096)" in errors[0].message
+    assert not any(
+        isinstance(e, ollm.NoticeEvent) and e.kind == "context_truncated" for e in events
+    )
+
+
+async def test_a_prompt_that_fits_gives_no_notice(server: FakeOllamaServer) -> None:
+    server.context_overflow = "truncate"
+    async with OllamaProvider(server.url, environ={}) as provider:
+        client = ollm.ChatClient(
+            ollm.Registries(), provider=provider, model="small", context_window=4096
+        )
+        events = [e async for e in client.chat("word " * 2000)]
+    assert not any(
+        isinstance(e, ollm.NoticeEvent) and e.kind == "context_truncated" for e in events
+    )
+    assert events[-1] == ollm.FinishEvent("stop", events[-1].usage)  # type: ignore[union-attr]
+
+
+def test_on_truncation_takes_notice_or_error() -> None:
+    with pytest.raises(ValueError, match='"notice" or "error"'):
+        ollm.ChatClient(ollm.Registries(), on_truncation="stop")
