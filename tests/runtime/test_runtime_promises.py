@@ -350,7 +350,11 @@ NON_NEGATIVE = "max_tool_calls must be a non-negative integer"
         ),
         ({"tool_timeout": 0}, ValueError, "tool_timeout must be positive or None, not 0"),
         ({"tool_timeout": -1.0}, ValueError, "tool_timeout must be positive or None, not -1.0"),
-        ({"context_window": 0}, ValueError, "context_window must be positive, not 0"),
+        (
+            {"context_window": 0},
+            ValueError,
+            'context_window must be a positive number of tokens or "auto", not 0',
+        ),
         ({"tools": "lookup"}, TypeError, "tools must be a list of names or tools, not a string"),
         ({"tools": [42]}, TypeError, "a tool must be a name, a Tool or a function, not 42"),
         ({"options": {"temperature": 0}}, TypeError, "options must be a GenerationOptions"),

@@ -325,11 +325,15 @@ def parse_parameters(text: str | None) -> list[tuple[str, str]]:
 
 
 def capabilities_from(
-    names: Sequence[str] | None, context_window: int | None = None
+    names: Sequence[str] | None,
+    context_window: int | None = None,
+    max_context_window: int | None = None,
 ) -> ModelCapabilities:
     """``/api/show`` ``capabilities`` as ollm's; an absent list means unknown, not none."""
     if names is None:
-        return ModelCapabilities(context_window=context_window)
+        return ModelCapabilities(
+            context_window=context_window, max_context_window=max_context_window
+        )
     have = frozenset(names)
     return ModelCapabilities(
         tools="tools" in have,
@@ -338,4 +342,5 @@ def capabilities_from(
         embedding="embedding" in have,
         completion="completion" in have,
         context_window=context_window,
+        max_context_window=max_context_window,
     )

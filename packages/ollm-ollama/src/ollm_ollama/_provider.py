@@ -248,7 +248,8 @@ class OllamaProvider(HTTPProvider):
         """What ``model`` supports, and the context window the server will really use.
 
         The window is the loaded model's (``/api/ps``), else the Modelfile's
-        ``num_ctx``, else ``None`` (unknown: the runtime assumes 4096). Raises
+        ``num_ctx``, else ``None`` (unknown: the runtime assumes 4096); the longest
+        window is the trained length (``/api/show``). Raises
         ``ModelNotFoundError`` when the server does not have the model.
         """
         show = await self._show(model, quick=True)
@@ -259,7 +260,7 @@ class OllamaProvider(HTTPProvider):
         window = loaded.context_window if loaded is not None else None
         if window is None:
             window = _models.modelfile_num_ctx(show)
-        return capabilities_from(show.capabilities, window)
+        return capabilities_from(show.capabilities, window, _models.trained_context_length(show))
 
     async def _loaded(self, model: str) -> RunningModel | None:
         """``model`` as ``/api/ps`` lists it, or ``None`` when it is not in memory.

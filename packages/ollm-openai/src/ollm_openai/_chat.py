@@ -79,11 +79,12 @@ def _finish(reason: str | None) -> FinishReason:
 class _Reply:
     """What one reply gathered besides its text: tool calls, finish reason, usage."""
 
-    __slots__ = ("calls", "deltas", "finish_reason", "text", "usage")
+    __slots__ = ("calls", "deltas", "fingerprint", "finish_reason", "text", "usage")
 
     def __init__(self, deltas: bool = False) -> None:
         self.calls = ToolCallAssembler()
         self.finish_reason: str | None = None
+        self.fingerprint: str | None = None
         self.usage: UsageWire | None = None
         self.text = False
         self.deltas = deltas  # the chat asked to see calls as they are written
@@ -187,10 +188,15 @@ async def stream_chat(
                         ):
                             for event in state.take(delta):
                                 yield event
-                    state.finish_reason = choice.finish_reason or state.finish_reason
+                    if choice.finish_reason:
+                        state.finish_reason = choice.finish_reason
+                        state.fingerprint = chunk.system_fingerprint
                 state.usage = chunk.usage or state.usage
             if data is None:
                 break
+        notice = provider._window_notice(request, state.fingerprint)
+        if notice is not None:
+            yield notice
         for event in state.end(provider, request, stream, done=done):
             yield event
     except Exception as exc:

@@ -25,6 +25,7 @@ from ollm.types import (
     HealthStatus,
     ModelCapabilities,
     ModelInfo,
+    NoticeEvent,
     ProviderEvent,
     ProviderRequest,
     Usage,
@@ -189,6 +190,7 @@ class OpenAIProvider(HTTPProvider):
             "max_completion_tokens" if self.config.official else "max_tokens"
         )
         self._anchors = UsageAnchors()
+        self._window_warned = False
         self._models: tuple[float, dict[str, ModelCard]] | None = None
 
     @property
@@ -278,6 +280,27 @@ class OpenAIProvider(HTTPProvider):
         """Note what the server counted for a complete reply."""
         if usage is not None:
             self._anchors.remember(request, usage.prompt_tokens)
+
+    def _window_notice(
+        self, request: ProviderRequest, fingerprint: str | None
+    ) -> NoticeEvent | None:
+        """Once: the server is Ollama's /v1 (``fp_ollama``), which cannot set the context
+        window a request asks for; ``-p ollama`` can."""
+        if (
+            fingerprint != "fp_ollama"
+            or request.options.context_window is None
+            or self._window_warned
+        ):
+            return None
+        self._window_warned = True
+        return NoticeEvent(
+            f"The server at {self.config.base_url} is Ollama's OpenAI-compatible /v1, which "
+            f"cannot set the context window asked for ({request.options.context_window} "
+            "tokens): the model keeps the window it is loaded with, and Ollama may cut a "
+            "longer prompt without saying so. Use Ollama's own API instead: ollm chat -p "
+            "ollama (OLLAMA_HOST), which sets the window and guards against cut prompts.",
+            "context_window_ignored",
+        )
 
     # -- tokens and capabilities -------------------------------------------------------
 

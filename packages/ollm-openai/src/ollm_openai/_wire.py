@@ -70,6 +70,8 @@ class Chunk(msgspec.Struct):
     choices: list[Choice] | None = None
     usage: UsageWire | None = None
     error: Any = None
+    # "fp_ollama" on every chunk of Ollama's /v1.
+    system_fingerprint: str | None = None
 
 
 class Completion(msgspec.Struct):

@@ -147,7 +147,11 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--max-tokens", type=_positive_int, default=None, help="reply length limit")
     chat.add_argument("--seed", type=int, default=None, help="sampling seed")
     chat.add_argument(
-        "--context-window", type=_positive_int, default=None, help="context size in tokens"
+        "--context-window",
+        type=_window,
+        default=None,
+        help="context size in tokens, or auto: grown as the conversation grows (Ollama's "
+        "num_ctx, in powers of two from 4096 up to the model's longest)",
     )
     chat.add_argument(
         "--on-truncation",
@@ -324,6 +328,10 @@ def _positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} must be a number above 0")
     return value
+
+
+def _window(text: str) -> int | str:
+    return "auto" if text.strip().lower() == "auto" else _positive_int(text)
 
 
 def _positive_int(text: str) -> int:

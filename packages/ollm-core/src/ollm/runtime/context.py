@@ -44,7 +44,9 @@ class RunContext:
     - ``refused``: the (provider, model) pairs that refused native tools (ReAct then);
     - ``format_ignored``: the (provider, model) pairs whose server ignored the native
       output constraint (typed output is asked for in the prompt then);
-    - ``approved``: the tools a person approved for every chat of the client.
+    - ``approved``: the tools a person approved for every chat of the client;
+    - ``windows``: the window ``context_window="auto"`` last asked for, by provider
+      and model (it never shrinks within a client).
     """
 
     __slots__ = (
@@ -55,6 +57,7 @@ class RunContext:
         "client",
         "format_ignored",
         "refused",
+        "windows",
     )
 
     def __init__(self, client: ChatClient) -> None:
@@ -65,6 +68,8 @@ class RunContext:
         self.refused: set[tuple[str, str]] = set()
         self.format_ignored: set[tuple[str, str]] = set()
         self.approved: set[str] = set()
+        # The window context_window="auto" last asked for, by (provider, model).
+        self.windows: dict[tuple[str, str], int] = {}
 
     @property
     def registries(self) -> Registries:

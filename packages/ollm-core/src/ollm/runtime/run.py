@@ -34,7 +34,7 @@ from ollm.runtime.tokens import TokenBudget, count_request_tokens
 from ollm.runtime.tool_runner import ToolOutcome, run_tool_calls, without_images
 from ollm.runtime.toolsets import ToolsetSessions
 from ollm.runtime.turn import Turn, tool_message
-from ollm.runtime.window import TRUNCATED, truncation_error
+from ollm.runtime.window import AUTO, TRUNCATED, AutoWindow, truncation_error
 from ollm.tools.tool import Tool
 from ollm.types.abort import AbortSignal
 from ollm.types.events import (
@@ -55,7 +55,7 @@ from ollm.types.events import (
 )
 from ollm.types.messages import Message, ToolCall
 from ollm.types.provider import ModelInspection, ProviderAdapter
-from ollm.types.request import ProviderRequest, ToolSchema
+from ollm.types.request import GenerationOptions, ProviderRequest, ToolSchema
 from ollm.types.strategy import ToolStrategy
 
 if TYPE_CHECKING:
@@ -319,6 +319,7 @@ class ChatRun:
 
     _pending: tuple[ChatEvent, ...] = ()
     _retry_turn = False
+    auto_window: AutoWindow | None = None
 
     def _abandon(self, why: str) -> list[ToolCallResultEvent]:
         """The turn under way kept as it stands; its calls' results."""
@@ -413,7 +414,9 @@ class ChatRun:
             self.tools = await context.tools(settings.tools, self._chat_toolsets)
         self.schemas = tuple(tool.schema for tool in self.tools.values())
 
-        window = settings.context_window or settings.options.context_window
+        auto = settings.context_window == AUTO
+        asked = None if auto else cast(int | None, settings.context_window)
+        window = asked or settings.options.context_window
         self.selection = StrategySelection(
             context.registries.strategies if self.tools else StrategyRegistry(),
             context.refused,
@@ -430,6 +433,14 @@ class ChatRun:
             capabilities = await context.capabilities(cast(ModelInspection, provider), model)
         if window is None and capabilities is not None:
             window = capabilities.context_window
+        if auto:
+            self.auto_window = AutoWindow(
+                context.windows,
+                (provider.name, model),
+                window,
+                capabilities.max_context_window if capabilities is not None else None,
+            )
+            window = self.auto_window.window
         self.context_window = window or DEFAULT_CONTEXT_WINDOW
 
         if self.tools:
@@ -449,8 +460,9 @@ class ChatRun:
     def _request(self) -> ProviderRequest:
         settings = self.settings
         options = settings.options
-        if settings.context_window and options.context_window is None:
-            options = options.merged(type(options)(context_window=settings.context_window))
+        window = settings.context_window
+        if isinstance(window, int) and options.context_window is None:
+            options = options.merged(type(options)(context_window=window))
         request = ProviderRequest(
             model=self.model,
             messages=self.conversation.messages,
@@ -497,15 +509,29 @@ class ChatRun:
         if self.abort.aborted:
             self.finish = FinishEvent("cancelled", self.usage)
             return request
-        budget = TokenBudget(estimated, self.context_window, request.options.max_tokens or 0)
+        reserved = request.options.max_tokens or 0
+        if self.auto_window is not None:
+            request = self._resized(request, estimated + reserved)
+        budget = TokenBudget(estimated, self.context_window, reserved)
         if budget.blocked:
-            self._pending = (ErrorEvent(budget.explain(self.model), ErrorCode.TOKEN_LIMIT),)
+            self._pending += (ErrorEvent(budget.explain(self.model), ErrorCode.TOKEN_LIMIT),)
             self.finish = FinishEvent("token_limit", self.usage)
         elif budget.warn:
-            self._pending = (
+            self._pending += (
                 TokenWarningEvent(budget.estimated, budget.limit, self.context_window),
             )
         return request
+
+    def _resized(self, request: ProviderRequest, needed: int) -> ProviderRequest:
+        """``request`` with the window ``context_window="auto"`` chose for ``needed``
+        tokens (a ``context_resized`` notice pending when it grew)."""
+        assert self.auto_window is not None
+        notice = self.auto_window.fit(needed)
+        if notice is not None:
+            self._pending += (notice,)
+        self.context_window = self.auto_window.window
+        options = request.options.merged(GenerationOptions(context_window=self.context_window))
+        return msgspec.structs.replace(request, options=options)
 
     async def _settle(self, turn: Turn, *, wrap_up: bool) -> AsyncIterator[ChatEvent]:
         """After a turn's stream: review the reply, run its tools, commit to history.

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ollm.runtime.window import check_on_truncation
+from ollm.runtime.window import AUTO, check_on_truncation
 from ollm.tools.tool import Tool
 from ollm.tools.toolset import Toolset
 from ollm.types.middleware import check_middleware
@@ -36,7 +36,10 @@ class ChatSettings:
     - ``max_turns``: requests per chat before it ends with ``max_turns`` (bounded, always);
     - ``max_tool_calls``: tool calls per chat; later calls get an error result;
     - ``tool_timeout``: seconds a tool may run (a tool's own ``timeout`` wins);
-    - ``context_window``: tokens; else what the provider reports; else 4096;
+    - ``context_window``: tokens; else what the provider reports; else 4096; or
+      ``"auto"``: asked of the server per request (Ollama's ``num_ctx``), in powers of
+      two from 4096 grown to fit the prompt and the reply, up to the model's trained
+      length, never shrinking within a client (a ``context_resized`` notice each time);
     - ``tool_strategy``: ``auto`` (native when the model can, ReAct when not),
       ``native``, ``react``, or another installed strategy;
     - ``recover_text_tool_calls``: with native tools, run a call the model wrote as text
@@ -78,7 +81,7 @@ class ChatSettings:
     max_turns: int = 10
     max_tool_calls: int = 50
     tool_timeout: float | None = 60.0
-    context_window: int | None = None
+    context_window: int | str | None = None
     tool_strategy: str = "auto"
     recover_text_tool_calls: bool = True
     think: bool | str | None = None
@@ -102,8 +105,12 @@ class ChatSettings:
             )
         if self.tool_timeout is not None and self.tool_timeout <= 0:
             raise ValueError(f"tool_timeout must be positive or None, not {self.tool_timeout!r}")
-        if self.context_window is not None and self.context_window < 1:
-            raise ValueError(f"context_window must be positive, not {self.context_window!r}")
+        window = self.context_window
+        if window not in (None, AUTO) and (not isinstance(window, int) or window < 1):
+            raise ValueError(
+                f'context_window must be a positive number of tokens or "auto", not '
+                f"{self.context_window!r}"
+            )
         if isinstance(self.tools, (str, bytes)):
             raise TypeError("tools must be a list of names or tools, not a string")
         if not isinstance(self.options, GenerationOptions):

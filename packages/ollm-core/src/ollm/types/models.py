@@ -34,6 +34,9 @@ class ModelCapabilities(msgspec.Struct, frozen=True, omit_defaults=True):
     completion: bool | None = None
     context_window: int | None = None
     tool_strategy: str | None = None
+    # The longest context the model was trained for: a window may grow up to it
+    # (context_window="auto").
+    max_context_window: int | None = None
 
 
 class ModelInfo(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -195,6 +195,7 @@ class Frames:
                 "object": "chat.completion.chunk",
                 "created": created,
                 "model": model,
+                **({"system_fingerprint": "fp_ollama"} if self.flavor == "ollama" else {}),
                 "choices": choices,
                 **extra,
             }
