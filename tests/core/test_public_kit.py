@@ -115,6 +115,7 @@ def test_the_error_tree_has_its_four_families() -> None:
             "PROVIDER_NOT_FOUND",
             "UNSUPPORTED",
             "PLUGIN_ERROR",
+            "INVALID_HISTORY",
             "TOKEN_LIMIT",
         },
     }

@@ -36,6 +36,7 @@ listing codes (``except ollm.TransportError``); the codes themselves never chang
     │   ├── CapabilityError           UNSUPPORTED
     │   ├── PluginError               PLUGIN_ERROR
     │   ├── MiddlewareError           MIDDLEWARE_FAILED
+    │   ├── InvalidHistoryError       INVALID_HISTORY
     │   └── TokenLimitError           TOKEN_LIMIT
     └── LogsUnavailableError      LOGS_UNAVAILABLE (the conversation log, not a chat)
 
@@ -62,6 +63,7 @@ __all__ = [
     "ContextExceededError",
     "ConversationBusyError",
     "ErrorCode",
+    "InvalidHistoryError",
     "InvalidRequestError",
     "InvalidToolError",
     "LogsUnavailableError",
@@ -126,6 +128,7 @@ class ErrorCode:
     TOOL_DENIED = "TOOL_DENIED"
     OUTPUT_INVALID = "OUTPUT_INVALID"
     CONTEXT_EXCEEDED = "CONTEXT_EXCEEDED"
+    INVALID_HISTORY = "INVALID_HISTORY"
 
 
 class OllmError(Exception):
@@ -386,6 +389,14 @@ class OutputInvalidError(ServerError):
         self.errors = errors
 
 
+class InvalidHistoryError(UsageError):
+    """The messages a request would carry break the rules every server keeps (a tool
+    result without its call, a call without its result): a compactor or a middleware
+    changed them wrongly. Nothing was sent; the conversation itself is intact."""
+
+    code = ErrorCode.INVALID_HISTORY
+
+
 class TokenLimitError(UsageError):
     """A request would not fit in the model's context window; nothing was sent."""
 
@@ -495,6 +506,7 @@ _BY_CODE: dict[str, type[OllmError]] = {
         ToolsetError,
         CapabilityError,
         MiddlewareError,
+        InvalidHistoryError,
         InvalidRequestError,
         ConversationBusyError,
         LogsUnavailableError,

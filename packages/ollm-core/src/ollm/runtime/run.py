@@ -34,6 +34,7 @@ from ollm.runtime.tokens import TokenBudget, count_request_tokens
 from ollm.runtime.tool_runner import ToolOutcome, run_tool_calls, without_images
 from ollm.runtime.toolsets import ToolsetSessions
 from ollm.runtime.turn import Turn, tool_message
+from ollm.runtime.validate import history_problem
 from ollm.runtime.window import AUTO, TRUNCATED, AutoWindow, truncation_error
 from ollm.tools.tool import Tool
 from ollm.types.abort import AbortSignal
@@ -499,6 +500,11 @@ class ChatRun:
         chain = self.chain
         if chain is not None and chain.requests:
             request = await chain.request(request)
+        problem = history_problem(request.messages)
+        if problem is not None:
+            self._pending = (_invalid_history(problem),)
+            self.finish = FinishEvent("error", self.usage)
+            return request
         assert self.provider is not None
         # Counted as it will be sent: a strategy may render tools and history as text.
         sent = self.strategy.prepare(request)
@@ -729,6 +735,16 @@ class ChatRun:
                 await aclose()
             except Exception:
                 log.warning("closing the provider's stream failed", exc_info=True)
+
+
+def _invalid_history(problem: str) -> ErrorEvent:
+    return ErrorEvent(
+        f"The request was not sent: its history is not valid ({problem}). Calls the "
+        "conversation ends with, never answered, run first with chat() and no prompt; a "
+        "middleware that changes requests must keep calls and results together. The "
+        "conversation itself is intact.",
+        ErrorCode.INVALID_HISTORY,
+    )
 
 
 class _Ran:
