@@ -104,3 +104,42 @@ async def test_a_prompt_that_fits_gives_no_notice(server: FakeOllamaServer) -> N
 def test_on_truncation_takes_notice_or_error() -> None:
     with pytest.raises(ValueError, match='"notice" or "error"'):
         ollm.ChatClient(ollm.Registries(), on_truncation="stop")
+
+
+@ollm.tool
+def read_page(page: int) -> str:
+    """Read one page of a long document."""
+    return f"page {page}: " + "text " * 1600  # 2,000 tokens
+
+
+async def test_thirty_turns_of_long_tool_results_fit_a_4096_window(
+    server: FakeOllamaServer,
+) -> None:
+    from ollm_testutils import OllamaReply, OllamaToolCall
+
+    server.context_overflow = "refuse"  # a request past the window would be an error
+    for page in range(30):
+        server.script(
+            OllamaReply(tool_calls=[OllamaToolCall("read_page", {"page": page})]),
+            OllamaReply(f"Page {page} read."),
+        )
+    async with OllamaProvider(server.url, environ={}) as provider:
+        client = ollm.ChatClient(
+            ollm.Registries(),
+            provider=provider,
+            model="small",
+            tools=[read_page],
+            context_window=4096,
+            compact="auto",
+        )
+        compactions = 0
+        for page in range(30):
+            events = [e async for e in client.chat(f"Read page {page}.")]
+            assert not any(isinstance(e, ollm.ErrorEvent) for e in events), events
+            compactions += sum(isinstance(e, ollm.CompactionEvent) for e in events)
+    assert len(server.chat_requests) == 60
+    assert all(tokens <= 4096 for tokens in server.evaluated)
+    assert compactions > 0
+    results = [m for m in client.conversation if m.role == "tool"]
+    assert len(results) == 30  # the conversation keeps every result whole
+    assert all(len(m.text) > 8000 for m in results)

@@ -193,6 +193,7 @@ def _run(
             output=output,
             output_retries=2 if args.output_retries is None else args.output_retries,
             on_truncation=args.on_truncation,
+            compact=args.compact,
         )
         session = _Session(client, registries, config, renderer, terminal, log, system)
         session.output_schema = output

@@ -154,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
         "num_ctx, in powers of two from 4096 up to the model's longest)",
     )
     chat.add_argument(
+        "--compact",
+        choices=("auto", "off", "clear-results", "trim"),
+        default="auto",
+        help="what requests leave out of a long conversation to fit the window (the log "
+        "keeps everything): auto (old tool results, then the oldest turns; the default), "
+        "clear-results, trim, or off",
+    )
+    chat.add_argument(
         "--on-truncation",
         choices=("notice", "error"),
         default="notice",

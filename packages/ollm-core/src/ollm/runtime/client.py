@@ -263,6 +263,8 @@ class ChatClient:
         output_retries: int = 2,
         output_strategy: str = "auto",
         on_truncation: str = "notice",
+        compact: str = "off",
+        compact_at: float = 0.8,
     ) -> None:
         if registries is not None and not isinstance(registries, Registries):
             raise TypeError("registries must be an ollm.Registries")
@@ -293,6 +295,8 @@ class ChatClient:
             output_retries=output_retries,
             output_strategy=output_strategy,
             on_truncation=on_truncation,
+            compact=compact,
+            compact_at=compact_at,
         )
         self.conversation = conversation if conversation is not None else Conversation()
 
@@ -334,6 +338,8 @@ class ChatClient:
         output_retries: int | None = None,
         output_strategy: str | None = None,
         on_truncation: str | None = None,
+        compact: str | None = None,
+        compact_at: float | None = None,
     ) -> ChatStream:
         """Start a chat; iterate the returned stream for its events.
 
@@ -369,6 +375,8 @@ class ChatClient:
             output_retries=output_retries,
             output_strategy=output_strategy,
             on_truncation=on_truncation,
+            compact=compact,
+            compact_at=compact_at,
         )
         if abort is not None and not isinstance(abort, AbortSignal):
             raise TypeError("abort must be an ollm.AbortSignal")

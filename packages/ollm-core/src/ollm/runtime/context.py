@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ollm.registries import Registries
+from ollm.runtime.compaction import ContextView
 from ollm.runtime.settings import ToolItem
 from ollm.runtime.toolsets import ToolsetSessions, select_tools
 from ollm.tools.tool import Tool
@@ -45,6 +46,7 @@ class RunContext:
     - ``format_ignored``: the (provider, model) pairs whose server ignored the native
       output constraint (typed output is asked for in the prompt then);
     - ``approved``: the tools a person approved for every chat of the client;
+    - ``views``: what requests send of each conversation, once compacted;
     - ``windows``: the window ``context_window="auto"`` last asked for, by provider
       and model (it never shrinks within a client).
     """
@@ -57,6 +59,7 @@ class RunContext:
         "client",
         "format_ignored",
         "refused",
+        "views",
         "windows",
     )
 
@@ -70,6 +73,8 @@ class RunContext:
         self.approved: set[str] = set()
         # The window context_window="auto" last asked for, by (provider, model).
         self.windows: dict[tuple[str, str], int] = {}
+        # What requests send of each conversation (compaction), by conversation id.
+        self.views: dict[str, ContextView] = {}
 
     @property
     def registries(self) -> Registries:

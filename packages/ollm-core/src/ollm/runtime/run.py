@@ -23,6 +23,7 @@ import msgspec
 
 from ollm.errors import ErrorCode, MiddlewareError, OllmError
 from ollm.registries.strategies import StrategyRegistry
+from ollm.runtime.compaction import Compaction, ContextView
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.native import NativeStrategy
 from ollm.runtime.output import OutputStep
@@ -321,6 +322,7 @@ class ChatRun:
     _pending: tuple[ChatEvent, ...] = ()
     _retry_turn = False
     auto_window: AutoWindow | None = None
+    compaction: Compaction | None = None
 
     def _abandon(self, why: str) -> list[ToolCallResultEvent]:
         """The turn under way kept as it stands; its calls' results."""
@@ -444,6 +446,9 @@ class ChatRun:
             window = self.auto_window.window
         self.context_window = window or DEFAULT_CONTEXT_WINDOW
 
+        if settings.compact != "off":
+            view = context.views.setdefault(self.conversation.id, ContextView())
+            self.compaction = Compaction(view, settings.compact, settings.compact_at)
         if self.tools:
             self.strategy, notice = self.selection.initial(capabilities)
             if notice is not None:
@@ -497,6 +502,8 @@ class ChatRun:
                 self.finish = FinishEvent("max_turns", self.usage)
                 return request
             request = last
+        if self.compaction is not None:
+            request = self._compacted(request)
         chain = self.chain
         if chain is not None and chain.requests:
             request = await chain.request(request)
@@ -528,6 +535,35 @@ class ChatRun:
             )
         return request
 
+    def _compacted(self, request: ProviderRequest) -> ProviderRequest:
+        """What ``request`` sends of the conversation, compacted when it nears the
+        window (a ``CompactionEvent`` pending when it was)."""
+        assert self.compaction is not None
+        window = self.context_window
+        if self.auto_window is not None and self.auto_window.trained:
+            window = self.auto_window.trained  # the window grows before anything is cut
+        limit = max(0, window - (request.options.max_tokens or 0))
+        request, event = self.compaction.apply(request, limit)
+        if event is not None:
+            self._pending += (event,)
+        return request
+
+    def _refused_as_too_long(self, turn: Turn) -> ErrorEvent | None:
+        """When the server refused the turn's request as too long: ``None`` when the
+        request is to be compacted harder and sent again (once), else the error that
+        ends the chat."""
+        error = turn.error
+        if error is None or error.code != ErrorCode.CONTEXT_EXCEEDED or self.compaction is None:
+            return error
+        if turn.streamed_anything:
+            return error
+        if self.compaction.harder():
+            return None
+        return ErrorEvent(
+            f"{error.message} (The request was still too long after compacting the conversation.)",
+            ErrorCode.TOKEN_LIMIT,
+        )
+
     def _resized(self, request: ProviderRequest, needed: int) -> ProviderRequest:
         """``request`` with the window ``context_window="auto"`` chose for ``needed``
         tokens (a ``context_resized`` notice pending when it grew)."""
@@ -552,6 +588,21 @@ class ChatRun:
                 yield result
             self.finish = FinishEvent("cancelled", self.usage)
             return
+        if self.compaction is not None and turn.error is not None:
+            turn.error = self._refused_as_too_long(turn)
+            if turn.error is None:  # compacted harder: the same turn again
+                self._turn = None
+                turn.committed = True
+                self._retry_turn = True
+                return
+            if turn.error.code == ErrorCode.TOKEN_LIMIT:
+                for result in self._abandon("the reply failed"):
+                    yield result
+                yield turn.error
+                self.finish = FinishEvent("token_limit", self.usage)
+                return
+        elif self.compaction is not None:
+            self.compaction.settled()
         if turn.error is not None:
             switch = self.selection.after_refusal(self.strategy, turn.error, turn.streamed_anything)
             if switch is not None:

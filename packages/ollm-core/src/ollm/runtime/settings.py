@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ollm.runtime.compaction import COMPACT_AT, check_compact
 from ollm.runtime.window import AUTO, check_on_truncation
 from ollm.tools.tool import Tool
 from ollm.tools.toolset import Toolset
@@ -66,6 +67,13 @@ class ChatSettings:
     - ``output_strategy``: how the output is asked for: ``auto`` (the provider's native
       constraint and the prompt; the prompt alone with ReAct, or once a server ignored
       the constraint), ``native``, or another installed output strategy.
+    - ``compact``: what a request leaves out of a long conversation to fit the window
+      (the conversation keeps everything): ``"off"`` (the default: a request too long
+      ends the chat ``TOKEN_LIMIT``), ``"clear-results"`` (old tool results replaced by a
+      line saying how long they were), ``"trim"`` (whole units dropped from the front:
+      a user message, or a reply with all its results), ``"auto"`` (clear-results, then
+      trim); a ``CompactionEvent`` says each time what was done;
+    - ``compact_at``: the share of the window past which a request is compacted (0.8);
     - ``on_truncation``: what a reply the server evaluated from a prompt it cut to fit
       its window does (Ollama's guard tells it): ``"notice"`` (a ``context_truncated``
       notice with the numbers, the chat goes on) or ``"error"`` (the chat ends
@@ -95,6 +103,8 @@ class ChatSettings:
     output_retries: int = 2
     output_strategy: str = "auto"
     on_truncation: str = "notice"
+    compact: str = "off"
+    compact_at: float = COMPACT_AT
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
@@ -118,6 +128,9 @@ class ChatSettings:
         object.__setattr__(self, "middleware", check_middleware(self.middleware))
         object.__setattr__(self, "approval", as_policy(self.approval))
         check_on_truncation(self.on_truncation)
+        check_compact(self.compact)
+        if not isinstance(self.compact_at, (int, float)) or not 0 < self.compact_at <= 1:
+            raise ValueError(f"compact_at must be above 0 and at most 1, not {self.compact_at!r}")
         if self.approver is not None and not callable(self.approver):
             raise TypeError("approver must be a function of an ApprovalRequestEvent")
         if self.output is not None:

@@ -4,6 +4,7 @@ from ollm.types.abort import AbortSignal
 from ollm.types.events import (
     ApprovalRequestEvent,
     ChatEvent,
+    CompactionEvent,
     ErrorEvent,
     FinishEvent,
     FinishReason,
@@ -70,6 +71,7 @@ __all__ = [
     "Ask",
     "ChatEvent",
     "Closeable",
+    "CompactionEvent",
     "Deny",
     "EmbeddingResult",
     "Embeddings",

@@ -21,6 +21,7 @@ __all__ = [
     "CHAT_EVENT_TYPES",
     "ApprovalRequestEvent",
     "ChatEvent",
+    "CompactionEvent",
     "ErrorEvent",
     "FinishEvent",
     "FinishReason",
@@ -230,6 +231,22 @@ class TokenWarningEvent(_Event, frozen=True, tag="token_warning"):
         return self.estimated_tokens / self.limit if self.limit else 1.0
 
 
+class CompactionEvent(_Event, frozen=True, tag="compaction"):
+    """The request about to be sent was compacted to fit the window: ``strategy`` (for
+    example ``clear-results`` or ``trim``) left ``removed`` messages out of it (or
+    shortened them), and it went from about ``tokens_before`` tokens to ``tokens_after``.
+
+    Only what is sent changes: the conversation and its log keep every message.
+    """
+
+    type: ClassVar[Literal["compaction"]] = "compaction"
+
+    strategy: str
+    removed: int
+    tokens_before: int
+    tokens_after: int
+
+
 class TurnCompleteEvent(_Event, frozen=True, tag="turn_complete"):
     """One request and its tool calls are done."""
 
@@ -323,6 +340,7 @@ ChatEvent = (
     | ToolCallStartEvent
     | ToolCallResultEvent
     | TokenWarningEvent
+    | CompactionEvent
     | TurnCompleteEvent
     | ApprovalRequestEvent
     | ToolDecisionEvent

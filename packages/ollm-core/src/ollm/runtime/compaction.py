@@ -1,0 +1,290 @@
+"""Compaction as a view: what a request carries of a long conversation.
+
+The conversation (and its log) keep every message; a ``ContextView`` decides what the
+next request sends of it, and keeps its decisions between turns and chats, so that each
+turn costs the same however long the conversation is:
+
+- token accounting is incremental: each message is counted once (characters / 4, as
+  the fallback counter does), and the counts of the conversation's messages are kept as
+  a running total that only grows by the messages added since the last turn;
+- ``clear-results`` replaces old tool results (all but those of the latest reply) with
+  ``[result of NAME elided: N tokens]``, oldest first, from where it stopped last time;
+- ``trim`` drops whole units from the front: a user message, or an assistant message
+  with all its tool results (a call never goes without its result). The first user
+  message, the latest user message and the latest unit always stay.
+
+A compaction runs before a request whose estimate passes ``compact_at`` of the window
+(0.8 by default), down to ``TARGET`` of it, and once, harder, when the server refuses a
+request as too long (``CONTEXT_EXCEEDED``). Each one is a ``CompactionEvent``.
+
+Internal: not part of ollm's public API; its layout may change in any release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from ollm.registries.tokens import estimate_text_tokens, request_text
+from ollm.types.events import CompactionEvent
+from ollm.types.messages import Message, TextPart
+from ollm.types.request import ProviderRequest
+from ollm.types.text import encode_json
+
+__all__ = [
+    "COMPACT_AT",
+    "STRATEGIES",
+    "TARGET",
+    "Compaction",
+    "ContextView",
+    "check_compact",
+    "message_tokens",
+]
+
+COMPACT_AT = 0.8
+# Compacted down to this share of the window: room for a few turns before the next one.
+TARGET = 0.6
+# Strategies by name; "auto" is clear-results then trim.
+STRATEGIES = ("auto", "off", "clear-results", "trim")
+
+
+def check_compact(value: object) -> str:
+    """``value`` if it names a compaction strategy, else ``ValueError`` naming them."""
+    if value not in STRATEGIES:
+        raise ValueError(f"compact must be one of {', '.join(STRATEGIES)}, not {value!r}")
+    return str(value)
+
+
+def message_tokens(message: Message) -> int:
+    """The fallback estimate of one message: characters / 4 of its text, thinking and
+    calls (as ``fallback_count`` counts them in a request)."""
+    characters = 0
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            characters += len(part.text)
+    if message.thinking:
+        characters += len(message.thinking)
+    for call in message.tool_calls:
+        characters += len(call.name) + len(encode_json(call.args))
+    return -(-characters // 4)
+
+
+class _Counts:
+    """The token counts of a growing list of messages, with their running total.
+
+    ``update`` counts only the messages added since the last call (the list is a
+    conversation: it only grows); a list that changed otherwise is counted again."""
+
+    __slots__ = ("counts", "last", "total")
+
+    def __init__(self) -> None:
+        self.counts: list[int] = []
+        self.total = 0
+        self.last: Message | None = None
+
+    def update(self, messages: Sequence[Message]) -> bool:
+        """Count what was added; ``True`` when the list had changed and was counted
+        again from the start."""
+        known = len(self.counts)
+        changed = bool(known) and (len(messages) < known or messages[known - 1] is not self.last)
+        if changed:
+            self.counts.clear()
+            self.total = known = 0
+        for message in messages[known:]:
+            count = message_tokens(message)
+            self.counts.append(count)
+            self.total += count
+        self.last = messages[-1] if messages else None
+        return changed
+
+
+class ContextView:
+    """What a request sends of one conversation, decided turn after turn."""
+
+    def __init__(self) -> None:
+        self.counts = _Counts()
+        self._forget()
+        self.compactions = 0
+
+    def _forget(self) -> None:
+        """No decision yet (a new view, or a conversation changed other than by growing)."""
+        self.start = 0  # messages before this index (after the first) are left out
+        self.dropped = 0  # their tokens
+        self.elided: dict[int, Message] = {}  # tool results replaced, by index
+        self.saved = 0  # the tokens their replacement saved
+        self.clear_from = 0  # where clear-results goes on from
+
+    # -- the view --------------------------------------------------------------------
+
+    def tokens(self, messages: Sequence[Message], fixed: int) -> int:
+        """The estimate of what the view of ``messages`` sends, with ``fixed`` tokens
+        (the system prompt and the tools)."""
+        if self.counts.update(messages):
+            self._forget()
+        return fixed + self.counts.total - self.dropped - self.saved + self._pinned(messages)
+
+    def _latest_user(self, messages: Sequence[Message]) -> int | None:
+        for index in range(len(messages) - 1, -1, -1):
+            if messages[index].role == "user":
+                return index
+        return None
+
+    def _pinned(self, messages: Sequence[Message]) -> int:
+        """The tokens of the latest user message when the cut passed it (it stays)."""
+        user = self._latest_user_before(messages)
+        return self.counts.counts[user] if user is not None else 0
+
+    def _latest_user_before(self, messages: Sequence[Message]) -> int | None:
+        if self.start <= 1:
+            return None
+        # The latest user message is searched from the end: it is close to it.
+        user = self._latest_user(messages)
+        if user is not None and 0 < user < self.start:
+            return user
+        return None
+
+    def messages(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        """The messages the request sends (``messages`` itself when nothing is left out)."""
+        if self.start == 0 and not self.elided:
+            return tuple(messages)
+        head: list[Message] = []
+        if self.start > 0:
+            head.append(messages[0])
+            user = self._latest_user_before(messages)
+            if user is not None:
+                head.append(messages[user])
+        elided = self.elided
+        return (*head, *(elided.get(i, messages[i]) for i in range(self.start, len(messages))))
+
+    # -- compacting ------------------------------------------------------------------
+
+    def compact(
+        self, messages: Sequence[Message], fixed: int, target: int, strategy: str
+    ) -> CompactionEvent | None:
+        """Leave out enough of ``messages`` for the view to fit ``target`` tokens (as far
+        as ``strategy`` can); the event saying what was done, or ``None`` if nothing."""
+        before = self.tokens(messages, fixed)
+        if before <= target:
+            return None
+        removed = 0
+        used: list[str] = []
+        if strategy in ("auto", "clear-results"):
+            cleared = self._clear_results(messages, fixed, target)
+            if cleared:
+                removed += cleared
+                used.append("clear-results")
+        if strategy in ("auto", "trim") and self.tokens(messages, fixed) > target:
+            trimmed = self._trim(messages, fixed, target)
+            if trimmed:
+                removed += trimmed
+                used.append("trim")
+        if not removed:
+            return None
+        self.compactions += 1
+        return CompactionEvent("+".join(used), removed, before, self.tokens(messages, fixed))
+
+    def _last_reply(self, messages: Sequence[Message]) -> int:
+        """The index of the latest assistant message (its results are never elided)."""
+        for index in range(len(messages) - 1, -1, -1):
+            if messages[index].role == "assistant":
+                return index
+        return len(messages)
+
+    def _clear_results(self, messages: Sequence[Message], fixed: int, target: int) -> int:
+        cleared = 0
+        end = self._last_reply(messages)
+        index = max(self.clear_from, self.start)
+        while index < end and self.tokens(messages, fixed) > target:
+            message = messages[index]
+            if message.role == "tool" and index not in self.elided:
+                count = self.counts.counts[index]
+                stub = msgspec.structs.replace(
+                    message,
+                    parts=(TextPart(f"[result of {message.name} elided: {count} tokens]"),),
+                )
+                saved = count - message_tokens(stub)
+                if saved > 0:
+                    self.elided[index] = stub
+                    self.saved += saved
+                    cleared += 1
+            index += 1
+        self.clear_from = index
+        return cleared
+
+    def _trim(self, messages: Sequence[Message], fixed: int, target: int) -> int:
+        trimmed = 0
+        last_unit = self._unit_start(messages, len(messages) - 1)
+        start = self.start
+        if start == 0:  # the first message stays, with its results if it has calls
+            start = 1
+            while start < len(messages) and messages[start].role == "tool":
+                start += 1
+        while start < last_unit and self.tokens(messages, fixed) > target:
+            end = start + 1
+            while end < len(messages) and messages[end].role == "tool":
+                end += 1
+            if end > last_unit:
+                break
+            for index in range(start, end):
+                stub = self.elided.pop(index, None)
+                if stub is not None:
+                    self.saved -= self.counts.counts[index] - message_tokens(stub)
+                self.dropped += self.counts.counts[index]
+            trimmed += end - start
+            self.start = start = end
+        return trimmed
+
+    @staticmethod
+    def _unit_start(messages: Sequence[Message], index: int) -> int:
+        """The first message of the unit ``index`` is in (tool results go with their call)."""
+        while index > 0 and messages[index].role == "tool":
+            index -= 1
+        return index
+
+
+class Compaction:
+    """The compaction of one chat's requests: when to compact its conversation's view,
+    how far, and the request with the view's messages."""
+
+    def __init__(self, view: ContextView, strategy: str, compact_at: float) -> None:
+        self.view = view
+        self.strategy = strategy
+        self.compact_at = compact_at
+        self.fixed: int | None = None
+        self._harder = False
+        self.refused_after_compacting = False
+
+    def harder(self) -> bool:
+        """Compact the next request harder, once: the server refused the last one as too
+        long. ``False`` when it already did for this request (the chat must end)."""
+        if self.refused_after_compacting:
+            return False
+        self._harder = self.refused_after_compacting = True
+        return True
+
+    def settled(self) -> None:
+        """A request went through: the next refusal may be compacted again."""
+        self.refused_after_compacting = False
+
+    def apply(
+        self, request: ProviderRequest, limit: int
+    ) -> tuple[ProviderRequest, CompactionEvent | None]:
+        """``request`` with what the view sends, compacted first if it passes
+        ``compact_at`` of ``limit`` (the prompt tokens the window allows)."""
+        view = self.view
+        messages = request.messages
+        if self.fixed is None:
+            tools = ProviderRequest(request.model, (), request.system_prompt, request.tools)
+            self.fixed = estimate_text_tokens(request_text(tools))
+        tokens = view.tokens(messages, self.fixed)
+        event = None
+        if self._harder:
+            self._harder = False
+            target = min(int(TARGET * limit), tokens // 2)
+            event = view.compact(messages, self.fixed, target, self.strategy)
+        elif tokens > self.compact_at * limit:
+            event = view.compact(messages, self.fixed, int(TARGET * limit), self.strategy)
+        if view.start == 0 and not view.elided:
+            return request, event
+        return msgspec.structs.replace(request, messages=view.messages(messages)), event

@@ -1,0 +1,180 @@
+"""Compaction: a request leaves out of a long conversation what it must to fit the window;
+the conversation keeps everything."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from runtime_helpers import assert_history_valid, client, collect
+
+import ollm
+from ollm_testutils.mock import Reply, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+BIG = "x" * 8000  # 2,000 tokens at 4 characters a token
+
+
+@ollm.tool
+def fetch(page: int) -> str:
+    """Fetch a page."""
+    return BIG
+
+
+def calling(page: int) -> Reply:
+    return Reply(tool_calls=[("fetch", {"page": page})])
+
+
+def text_of(request: ollm.ProviderRequest) -> str:
+    return " ".join(m.text for m in request.messages)
+
+
+def tokens_of(request: ollm.ProviderRequest) -> int:
+    return ollm.kit.fallback_count(request)
+
+
+async def _chat(chat_client: ollm.ChatClient, prompt: str) -> list[ollm.ChatEvent]:
+    return await collect(chat_client.chat(prompt))
+
+
+async def test_old_tool_results_are_elided_from_requests_not_from_the_conversation(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider(calling(1), calling(2), calling(3), Reply("done"))
+    chat_client = client(
+        provider, tools=[fetch], context_window=4096, compact="clear-results", max_turns=10
+    )
+    events = await _chat(chat_client, "read three pages")
+    compactions = [e for e in events if isinstance(e, ollm.CompactionEvent)]
+    assert compactions
+    assert all(c.strategy == "clear-results" for c in compactions)
+    assert all(c.tokens_after < c.tokens_before for c in compactions)
+    assert events[-1] == ollm.FinishEvent("stop", events[-1].usage)  # type: ignore[union-attr]
+    last = provider.requests[-1]
+    assert "[result of fetch elided: 2000 tokens]" in text_of(last)
+    assert text_of(last).count(BIG) == 1  # the latest result is whole
+    assert tokens_of(last) <= 4096
+    # The conversation keeps every result whole.
+    results = [m for m in chat_client.conversation if m.role == "tool"]
+    assert [m.text for m in results] == [BIG] * 3
+    for request in provider.requests:
+        assert_history_valid(ollm.Conversation(request.messages))
+
+
+async def test_trim_drops_whole_turns_and_keeps_the_first_and_latest_question(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider(*[Reply("ok " * 400) for _ in range(12)])
+    chat_client = client(provider, context_window=4096, compact="trim")
+    for number in range(12):
+        events = await _chat(chat_client, f"question {number}: " + "y" * 2000)
+        assert not any(isinstance(e, ollm.ErrorEvent) for e in events), events
+    last = provider.requests[-1]
+    assert last.messages[0].text.startswith("question 0:")
+    assert last.messages[-1].text.startswith("question 11:")
+    assert tokens_of(last) <= 4096
+    assert len(last.messages) < 24
+    assert len(chat_client.conversation) == 24  # the conversation has every message
+    assert_history_valid(ollm.Conversation(last.messages))
+
+
+async def test_off_ends_the_chat_token_limit_as_before(anyio_backend: str) -> None:
+    provider = ScriptedProvider(calling(1), calling(2), calling(3), Reply("done"))
+    chat_client = client(provider, tools=[fetch], context_window=4096, compact="off")
+    events = await _chat(chat_client, "read three pages")
+    assert [e.code for e in events if isinstance(e, ollm.ErrorEvent)] == ["TOKEN_LIMIT"]
+    assert not any(isinstance(e, ollm.CompactionEvent) for e in events)
+
+
+def too_long() -> Reply:
+    return Reply(error=ollm.ErrorEvent("request (9000 tokens) exceeds...", "CONTEXT_EXCEEDED"))
+
+
+async def test_a_refusal_as_too_long_is_compacted_once_and_sent_again(anyio_backend: str) -> None:
+    provider = ScriptedProvider(calling(1), calling(2), too_long(), Reply("done"))
+    chat_client = client(provider, tools=[fetch], context_window=100_000, compact="auto")
+    events = await _chat(chat_client, "read")
+    assert not any(isinstance(e, ollm.ErrorEvent) for e in events), events
+    assert any(isinstance(e, ollm.CompactionEvent) for e in events)
+    refused, again = provider.requests[2], provider.requests[3]
+    assert tokens_of(again) < tokens_of(refused)
+
+
+async def test_refused_again_after_compacting_ends_token_limit(anyio_backend: str) -> None:
+    provider = ScriptedProvider(calling(1), calling(2), too_long(), too_long(), Reply("never"))
+    chat_client = client(provider, tools=[fetch], context_window=100_000, compact="auto")
+    events = await _chat(chat_client, "read")
+    errors = [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert [e.code for e in errors] == ["TOKEN_LIMIT"]
+    assert "still too long after compacting" in errors[0].message
+    assert events[-1] == ollm.FinishEvent("token_limit", events[-1].usage)  # type: ignore[union-attr]
+    assert len(provider.requests) == 4  # no loop
+    assert_history_valid(chat_client.conversation)
+
+
+@pytest.mark.parametrize(("setting", "value"), [("compact", "shrink"), ("compact_at", 1.5)])
+def test_settings_are_checked(setting: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=setting):
+        ollm.ChatClient(ollm.Registries(), **{setting: value})
+
+
+# -- any history, any strategy, any budget ------------------------------------------
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[ollm.Message]:
+    """Turn groups: a question, rounds of parallel calls with results of any size, an
+    answer (or none: the next question follows the last results)."""
+    history: list[ollm.Message] = []
+    for group in range(draw(st.integers(0, 6))):
+        history.append(ollm.Message.user(f"q{group} " + "u" * draw(st.integers(0, 3000))))
+        for round_ in range(draw(st.integers(0, 3))):
+            calls = [
+                ollm.ToolCall(f"c{group}_{round_}_{n}", "fetch", {"page": n})
+                for n in range(draw(st.integers(1, 3)))
+            ]
+            history.append(ollm.Message.assistant("", tool_calls=calls))
+            for call in calls:
+                history.append(ollm.Message.tool("r" * draw(st.integers(0, 6000)), call=call))
+        if draw(st.booleans()):
+            history.append(ollm.Message.assistant("a" * draw(st.integers(0, 2000))))
+    return history
+
+
+@given(
+    history=histories(),
+    strategy=st.sampled_from(["auto", "clear-results", "trim"]),
+    budget=st.integers(64, 16384),
+)
+async def test_the_view_sent_is_valid_and_fits_or_the_chat_ends_token_limit(
+    anyio_backend: str, history: list[ollm.Message], strategy: str, budget: int
+) -> None:
+    provider = ScriptedProvider("answer")
+    chat_client = client(
+        provider,
+        conversation=ollm.Conversation(history),
+        context_window=budget,
+        compact=strategy,
+    )
+    events = await collect(chat_client.chat("the question"))
+    question = ollm.Message.user("the question")
+    smallest = ollm.ProviderRequest("m", (*history[:1], question))
+    if strategy != "clear-results" and tokens_of(smallest) + 8 <= 0.6 * budget:
+        # Trimming can always come down to the first message and the question.
+        assert provider.requests, events
+    finish = events[-1]
+    assert isinstance(finish, ollm.FinishEvent)
+    if provider.requests:
+        (sent,) = provider.requests
+        assert_history_valid(ollm.Conversation(sent.messages))
+        assert tokens_of(sent) <= budget
+        assert sent.messages[-1] == ollm.Message.user("the question")
+        assert finish.reason == "stop"
+    else:
+        assert [e.code for e in events if isinstance(e, ollm.ErrorEvent)] == ["TOKEN_LIMIT"]
+        assert finish.reason == "token_limit"
+    # The conversation keeps every message, whatever was sent.
+    assert chat_client.conversation.messages[: len(history)] == tuple(history)
