@@ -178,3 +178,48 @@ async def test_the_view_sent_is_valid_and_fits_or_the_chat_ends_token_limit(
         assert finish.reason == "token_limit"
     # The conversation keeps every message, whatever was sent.
     assert chat_client.conversation.messages[: len(history)] == tuple(history)
+
+
+@given(
+    history=histories(),
+    cut=st.integers(0, 40),
+    system=st.none() | st.text(max_size=50),
+)
+def test_the_incremental_count_is_the_fallback_count(
+    history: list[ollm.Message], cut: int, system: str | None
+) -> None:
+    from ollm.registries.tokens import IncrementalCount
+
+    counted = IncrementalCount()
+    grown: list[ollm.Message] = []
+    for message in history:  # a conversation that grows, counted at each step
+        grown.append(message)
+        request = ollm.ProviderRequest("m", tuple(grown), system, ())
+        assert counted(request) == ollm.kit.fallback_count(request)
+    # A list that changed otherwise (a view cut from the front) is counted again.
+    request = ollm.ProviderRequest("m", tuple(history[cut:]), system, ())
+    assert counted(request) == ollm.kit.fallback_count(request)
+
+
+@given(
+    history=histories(),
+    strategy=st.sampled_from(["auto", "clear-results", "trim"]),
+    window=st.integers(256, 8192),
+)
+def test_the_views_own_count_is_the_count_of_what_it_sends(
+    history: list[ollm.Message], strategy: str, window: int
+) -> None:
+    from ollm.runtime.compaction import Compaction, ContextView
+
+    compaction = Compaction(ContextView(), strategy, 0.8)
+    grown: list[ollm.Message] = []
+    for index, message in enumerate(history):  # the view decided as the history grows
+        grown.append(message)
+        following = history[index + 1] if index + 1 < len(history) else None
+        if message.tool_calls or (following is not None and following.role == "tool"):
+            continue  # requests go when all the results are in
+        request = ollm.ProviderRequest("m", tuple(grown), "Be brief.", ())
+        sent, _ = compaction.apply(request, window)
+        assert compaction.count(sent) == ollm.kit.fallback_count(sent)
+        if sent is not request:
+            assert_history_valid(ollm.Conversation(sent.messages))

@@ -8,6 +8,7 @@ from ollm.cli.terminal import Terminal, for_the_command_line
 from ollm.errors import ErrorCode
 from ollm.types.events import (
     ChatEvent,
+    CompactionEvent,
     ErrorEvent,
     FinishEvent,
     NoticeEvent,
@@ -101,6 +102,14 @@ class EventRenderer:
                 t.info(f"{mark} {_short(event.result)}", "dim")
         elif isinstance(event, NoticeEvent):
             t.info(f"{t.symbol('·', '*')} {event.message}", "dim")
+        elif isinstance(event, CompactionEvent):
+            t.info(
+                f"{t.symbol('·', '*')} compacted the request ({event.strategy}): "
+                f"{event.removed} message(s) left out or shortened, about "
+                f"{event.tokens_before:,} -> {event.tokens_after:,} tokens (the log keeps "
+                "everything)",
+                "dim",
+            )
         elif isinstance(event, TokenWarningEvent):
             t.warn(
                 f"this request uses about {event.estimated_tokens:,} of the "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -15,10 +15,13 @@ from ollm.types.specs import TokenCounter, TokenCounterSpec
 from ollm.types.text import encode_json
 
 __all__ = [
+    "IncrementalCount",
+    "MessageCharacters",
     "TokenCounterRegistry",
     "UsageAnchors",
     "estimate_text_tokens",
     "fallback_count",
+    "message_characters",
     "request_text",
 ]
 
@@ -91,6 +94,77 @@ def request_text(request: ProviderRequest) -> str:
 def fallback_count(request: ProviderRequest) -> int:
     """ceil(characters / 4) over the request, and at least 1."""
     return max(1, estimate_text_tokens(request_text(request)))
+
+
+def message_characters(message: Message) -> int:
+    """The characters of one message that ``request_text`` counts."""
+    characters = 0
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            characters += len(part.text)
+    if message.thinking:
+        characters += len(message.thinking)
+    for call in message.tool_calls:
+        characters += len(call.name) + len(encode_json(call.args, _schema_encoder.encode).decode())
+    return characters
+
+
+class MessageCharacters:
+    """The characters of a growing list of messages (a conversation), counted once each.
+
+    ``update`` counts only the messages added since the last call; a list that changed
+    otherwise (not the same objects) is counted again from the start."""
+
+    __slots__ = ("counts", "last", "total")
+
+    def __init__(self) -> None:
+        self.counts: builtins.list[int] = []
+        self.total = 0
+        self.last: Message | None = None
+
+    def update(self, messages: Sequence[Message]) -> bool:
+        """Count what was added; ``True`` when the list had changed and was counted
+        again from the start."""
+        known = len(self.counts)
+        changed = bool(known) and (len(messages) < known or messages[known - 1] is not self.last)
+        if changed:
+            self.counts.clear()
+            self.total = known = 0
+        for message in messages[known:]:
+            count = message_characters(message)
+            self.counts.append(count)
+            self.total += count
+        self.last = messages[-1] if messages else None
+        return changed
+
+
+class IncrementalCount:
+    """``fallback_count`` of a chat's successive requests, at the cost of what each adds:
+    the messages are counted once, the system prompt and tools once while unchanged."""
+
+    __slots__ = ("_fixed", "_fixed_of", "messages")
+
+    def __init__(self) -> None:
+        self.messages = MessageCharacters()
+        self._fixed_of: tuple[object, object] | None = None
+        self._fixed = 0
+
+    def fixed(self, request: ProviderRequest) -> int:
+        """The characters of the system prompt and the tools."""
+        key = (request.system_prompt, request.tools)
+        if (
+            self._fixed_of is None
+            or key[0] is not self._fixed_of[0]
+            or key[1] is not self._fixed_of[1]
+        ):
+            bare = ProviderRequest(request.model, (), request.system_prompt, request.tools)
+            self._fixed, self._fixed_of = len(request_text(bare)), key
+        return self._fixed
+
+    def __call__(self, request: ProviderRequest) -> int:
+        """The same number as ``fallback_count(request)``."""
+        self.messages.update(request.messages)
+        return max(1, -(-(self.fixed(request) + self.messages.total) // 4))
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ The conversation (and its log) keep every message; a ``ContextView`` decides wha
 next request sends of it, and keeps its decisions between turns and chats, so that each
 turn costs the same however long the conversation is:
 
-- token accounting is incremental: each message is counted once (characters / 4, as
-  the fallback counter does), and the counts of the conversation's messages are kept as
-  a running total that only grows by the messages added since the last turn;
+- token accounting is incremental: each message's characters are counted once (tokens
+  are characters / 4, as the fallback counter has them), and kept as a running total
+  that only grows by the messages added since the last turn;
 - ``clear-results`` replaces old tool results (all but those of the latest reply) with
   ``[result of NAME elided: N tokens]``, oldest first, from where it stopped last time;
 - ``trim`` drops whole units from the front: a user message, or an assistant message
@@ -22,15 +22,19 @@ Internal: not part of ollm's public API; its layout may change in any release.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 
-from ollm.registries.tokens import estimate_text_tokens, request_text
+from ollm.registries.tokens import (
+    MessageCharacters,
+    fallback_count,
+    message_characters,
+    request_text,
+)
 from ollm.types.events import CompactionEvent
 from ollm.types.messages import Message, TextPart
 from ollm.types.request import ProviderRequest
-from ollm.types.text import encode_json
 
 __all__ = [
     "COMPACT_AT",
@@ -39,7 +43,6 @@ __all__ = [
     "Compaction",
     "ContextView",
     "check_compact",
-    "message_tokens",
 ]
 
 COMPACT_AT = 0.8
@@ -56,73 +59,35 @@ def check_compact(value: object) -> str:
     return str(value)
 
 
-def message_tokens(message: Message) -> int:
-    """The fallback estimate of one message: characters / 4 of its text, thinking and
-    calls (as ``fallback_count`` counts them in a request)."""
-    characters = 0
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            characters += len(part.text)
-    if message.thinking:
-        characters += len(message.thinking)
-    for call in message.tool_calls:
-        characters += len(call.name) + len(encode_json(call.args))
-    return -(-characters // 4)
-
-
-class _Counts:
-    """The token counts of a growing list of messages, with their running total.
-
-    ``update`` counts only the messages added since the last call (the list is a
-    conversation: it only grows); a list that changed otherwise is counted again."""
-
-    __slots__ = ("counts", "last", "total")
-
-    def __init__(self) -> None:
-        self.counts: list[int] = []
-        self.total = 0
-        self.last: Message | None = None
-
-    def update(self, messages: Sequence[Message]) -> bool:
-        """Count what was added; ``True`` when the list had changed and was counted
-        again from the start."""
-        known = len(self.counts)
-        changed = bool(known) and (len(messages) < known or messages[known - 1] is not self.last)
-        if changed:
-            self.counts.clear()
-            self.total = known = 0
-        for message in messages[known:]:
-            count = message_tokens(message)
-            self.counts.append(count)
-            self.total += count
-        self.last = messages[-1] if messages else None
-        return changed
-
-
 class ContextView:
     """What a request sends of one conversation, decided turn after turn."""
 
     def __init__(self) -> None:
-        self.counts = _Counts()
+        self.counts = MessageCharacters()
         self._forget()
         self.compactions = 0
 
     def _forget(self) -> None:
         """No decision yet (a new view, or a conversation changed other than by growing)."""
         self.start = 0  # messages before this index (after the first) are left out
-        self.dropped = 0  # their tokens
+        self.dropped = 0  # their characters
         self.elided: dict[int, Message] = {}  # tool results replaced, by index
-        self.saved = 0  # the tokens their replacement saved
+        self.saved = 0  # the characters their replacement saved
         self.clear_from = 0  # where clear-results goes on from
+        self._built: list[Message] = []  # the view's tail as last built, and
+        self._built_upto = 0  # the index of the conversation it was built up to
+        self._stale = True  # a compaction changed it since
 
     # -- the view --------------------------------------------------------------------
 
     def tokens(self, messages: Sequence[Message], fixed: int) -> int:
-        """The estimate of what the view of ``messages`` sends, with ``fixed`` tokens
-        (the system prompt and the tools)."""
+        """The estimate of what the view of ``messages`` sends, with ``fixed``
+        characters (the system prompt and the tools)."""
         if self.counts.update(messages):
             self._forget()
-        return fixed + self.counts.total - self.dropped - self.saved + self._pinned(messages)
+            self._stale = True
+        characters = fixed + self.counts.total - self.dropped - self.saved
+        return -(-(characters + self._pinned(messages)) // 4)
 
     def _latest_user(self, messages: Sequence[Message]) -> int | None:
         for index in range(len(messages) - 1, -1, -1):
@@ -131,7 +96,7 @@ class ContextView:
         return None
 
     def _pinned(self, messages: Sequence[Message]) -> int:
-        """The tokens of the latest user message when the cut passed it (it stays)."""
+        """The characters of the latest user message when the cut passed it (it stays)."""
         user = self._latest_user_before(messages)
         return self.counts.counts[user] if user is not None else 0
 
@@ -149,13 +114,21 @@ class ContextView:
         if self.start == 0 and not self.elided:
             return tuple(messages)
         head: list[Message] = []
+        elided = self.elided
         if self.start > 0:
-            head.append(messages[0])
+            # The first unit: the first message, and its results if it made calls.
+            head.extend(elided.get(i, messages[i]) for i in range(self._first_unit(messages)))
             user = self._latest_user_before(messages)
             if user is not None:
                 head.append(messages[user])
-        elided = self.elided
-        return (*head, *(elided.get(i, messages[i]) for i in range(self.start, len(messages))))
+        if self._stale or self._built_upto > len(messages):
+            self._built = [elided.get(i, messages[i]) for i in range(self.start, len(messages))]
+            self._stale = False
+        else:  # only what was added since: the rest is as it was built
+            added = range(max(self._built_upto, self.start), len(messages))
+            self._built.extend(elided.get(i, messages[i]) for i in added)
+        self._built_upto = len(messages)
+        return (*head, *self._built) if head else tuple(self._built)
 
     # -- compacting ------------------------------------------------------------------
 
@@ -199,15 +172,18 @@ class ContextView:
             message = messages[index]
             if message.role == "tool" and index not in self.elided:
                 count = self.counts.counts[index]
+                tokens = -(-count // 4)
                 stub = msgspec.structs.replace(
                     message,
-                    parts=(TextPart(f"[result of {message.name} elided: {count} tokens]"),),
+                    parts=(TextPart(f"[result of {message.name} elided: {tokens} tokens]"),),
                 )
-                saved = count - message_tokens(stub)
+                saved = count - message_characters(stub)
                 if saved > 0:
                     self.elided[index] = stub
                     self.saved += saved
                     cleared += 1
+                    if self.start <= index < self._built_upto:
+                        self._built[index - self.start] = stub
             index += 1
         self.clear_from = index
         return cleared
@@ -215,11 +191,7 @@ class ContextView:
     def _trim(self, messages: Sequence[Message], fixed: int, target: int) -> int:
         trimmed = 0
         last_unit = self._unit_start(messages, len(messages) - 1)
-        start = self.start
-        if start == 0:  # the first message stays, with its results if it has calls
-            start = 1
-            while start < len(messages) and messages[start].role == "tool":
-                start += 1
+        start = self.start or self._first_unit(messages)  # the first unit stays
         while start < last_unit and self.tokens(messages, fixed) > target:
             end = start + 1
             while end < len(messages) and messages[end].role == "tool":
@@ -229,11 +201,20 @@ class ContextView:
             for index in range(start, end):
                 stub = self.elided.pop(index, None)
                 if stub is not None:
-                    self.saved -= self.counts.counts[index] - message_tokens(stub)
+                    self.saved -= self.counts.counts[index] - message_characters(stub)
                 self.dropped += self.counts.counts[index]
             trimmed += end - start
+            del self._built[: end - self.start]  # the view's tail starts later now
             self.start = start = end
         return trimmed
+
+    @staticmethod
+    def _first_unit(messages: Sequence[Message]) -> int:
+        """The length of the first unit (the first message and its results)."""
+        end = 1
+        while end < len(messages) and messages[end].role == "tool":
+            end += 1
+        return end
 
     @staticmethod
     def _unit_start(messages: Sequence[Message], index: int) -> int:
@@ -247,11 +228,19 @@ class Compaction:
     """The compaction of one chat's requests: when to compact its conversation's view,
     how far, and the request with the view's messages."""
 
-    def __init__(self, view: ContextView, strategy: str, compact_at: float) -> None:
+    def __init__(
+        self,
+        view: ContextView,
+        strategy: str,
+        compact_at: float,
+        fallback: Callable[[ProviderRequest], int] = fallback_count,
+    ) -> None:
         self.view = view
         self.strategy = strategy
         self.compact_at = compact_at
+        self.fallback = fallback
         self.fixed: int | None = None
+        self._sent: tuple[tuple[Message, ...], int] | None = None
         self._harder = False
         self.refused_after_compacting = False
 
@@ -276,7 +265,7 @@ class Compaction:
         messages = request.messages
         if self.fixed is None:
             tools = ProviderRequest(request.model, (), request.system_prompt, request.tools)
-            self.fixed = estimate_text_tokens(request_text(tools))
+            self.fixed = len(request_text(tools))
         tokens = view.tokens(messages, self.fixed)
         event = None
         if self._harder:
@@ -286,5 +275,16 @@ class Compaction:
         elif tokens > self.compact_at * limit:
             event = view.compact(messages, self.fixed, int(TARGET * limit), self.strategy)
         if view.start == 0 and not view.elided:
+            self._sent = None
             return request, event
-        return msgspec.structs.replace(request, messages=view.messages(messages)), event
+        sent = view.messages(messages)
+        self._sent = (sent, view.tokens(messages, self.fixed))
+        return msgspec.structs.replace(request, messages=sent), event
+
+    def count(self, request: ProviderRequest) -> int:
+        """``fallback_count(request)``: the view's own count when ``request`` sends the
+        view as ``apply`` made it (no recount of what it kept), else ``fallback``'s."""
+        sent = self._sent
+        if sent is not None and request.messages is sent[0]:
+            return max(1, sent[1])
+        return self.fallback(request)

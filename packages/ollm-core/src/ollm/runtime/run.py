@@ -23,6 +23,7 @@ import msgspec
 
 from ollm.errors import ErrorCode, MiddlewareError, OllmError
 from ollm.registries.strategies import StrategyRegistry
+from ollm.registries.tokens import IncrementalCount
 from ollm.runtime.compaction import Compaction, ContextView
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.native import NativeStrategy
@@ -93,6 +94,7 @@ class ChatRun:
         self.schemas: tuple[ToolSchema, ...] = ()
         self.strategy: ToolStrategy = NativeStrategy()
         self.context_window = DEFAULT_CONTEXT_WINDOW
+        self.counted = IncrementalCount()  # the fallback count, message by message
         self.usage = Usage()
         self.tool_calls_used = 0
         self.notices: list[NoticeEvent] = []
@@ -448,7 +450,7 @@ class ChatRun:
 
         if settings.compact != "off":
             view = context.views.setdefault(self.conversation.id, ContextView())
-            self.compaction = Compaction(view, settings.compact, settings.compact_at)
+            self.compaction = Compaction(view, settings.compact, settings.compact_at, self.counted)
         if self.tools:
             self.strategy, notice = self.selection.initial(capabilities)
             if notice is not None:
@@ -517,7 +519,10 @@ class ChatRun:
         sent = self.strategy.prepare(request)
         with self.abort.guard():
             estimated = await count_request_tokens(
-                sent, self.provider, self.context.registries.token_counters
+                sent,
+                self.provider,
+                self.context.registries.token_counters,
+                self.compaction.count if self.compaction is not None else self.counted,
             )
         if self.abort.aborted:
             self.finish = FinishEvent("cancelled", self.usage)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ollm.registries.tokens import TokenCounterRegistry, fallback_count
@@ -54,9 +55,14 @@ class TokenBudget:
 
 
 async def count_request_tokens(
-    request: ProviderRequest, provider: ProviderAdapter, counters: TokenCounterRegistry
+    request: ProviderRequest,
+    provider: ProviderAdapter,
+    counters: TokenCounterRegistry,
+    fallback: Callable[[ProviderRequest], int] = fallback_count,
 ) -> int:
-    """The provider's count, else a registered counter's, else ceil(characters / 4)."""
+    """The provider's count, else a registered counter's, else ceil(characters / 4)
+    (``fallback``: an ``IncrementalCount`` gives the same number at the cost of what
+    each request adds)."""
     # An attribute check, not isinstance(provider, TokenCounting): a runtime-checkable
     # protocol costs tens of microseconds per check, on every request.
     count_tokens = getattr(provider, "count_tokens", None)
@@ -77,4 +83,4 @@ async def count_request_tokens(
         else:
             if isinstance(count, int) and count > 0:
                 return count
-    return fallback_count(request)
+    return fallback(request)

@@ -1,0 +1,37 @@
+"""ollm chat's flags for long conversations: --context-window auto, --on-truncation, --compact."""
+
+from __future__ import annotations
+
+from ollm_testutils import FakeOllamaServer, OllamaReply
+
+
+def test_context_window_auto_sends_a_bucket(run_ollm, server: FakeOllamaServer) -> None:  # type: ignore[no-untyped-def]
+    server.script(OllamaReply(["ok"]))
+    result = run_ollm("chat", "-m", "llama3.2", "--context-window", "auto", "word " * 4000)
+    assert result.returncode == 0, result.stderr
+    assert server.chat_requests[0].json["options"]["num_ctx"] == 8192
+    assert "Context window for llama3.2: 8192 tokens" in result.stderr
+
+
+def test_on_truncation_error_ends_context_exceeded(run_ollm, server: FakeOllamaServer) -> None:  # type: ignore[no-untyped-def]
+    server.add_model("small", capabilities=["completion"], context_length=4096)
+    server.context_overflow = "truncate"
+    result = run_ollm(
+        "chat",
+        "-m",
+        "small",
+        "--context-window",
+        "16384",
+        "--on-truncation",
+        "error",
+        "word " * 7200,
+    )
+    assert result.returncode != 0
+    assert "error[CONTEXT_EXCEEDED]" in result.stderr
+    assert "evaluated 4096 tokens of about 9000 sent" in result.stderr
+
+
+def test_a_bad_context_window_is_refused_in_words(run_ollm) -> None:  # type: ignore[no-untyped-def]
+    result = run_ollm("chat", "-m", "llama3.2", "--context-window", "big", "hi")
+    assert result.returncode != 0
+    assert "'big' is not a whole number" in result.stderr
