@@ -35,3 +35,14 @@ def test_a_bad_context_window_is_refused_in_words(run_ollm) -> None:  # type: ig
     result = run_ollm("chat", "-m", "llama3.2", "--context-window", "big", "hi")
     assert result.returncode != 0
     assert "'big' is not a whole number" in result.stderr
+
+
+def test_tools_max_sends_the_relevant_tools_only(run_ollm, server: FakeOllamaServer) -> None:  # type: ignore[no-untyped-def]
+    server.script(OllamaReply(["ok"]))
+    result = run_ollm(
+        "chat", "-m", "llama3.2", "-t", "calculate", "-t", "current_time", "--tools-max", "1",
+        "What time is it now?",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    tools = [t["function"]["name"] for t in server.chat_requests[0].json["tools"]]
+    assert tools == ["current_time"]

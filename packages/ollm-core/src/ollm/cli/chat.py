@@ -185,7 +185,7 @@ def _run(
             think=_THINK[args.think] if args.think else None,
             conversation=conversation,
             toolsets=toolsets,
-            middleware=config.middleware,
+            middleware=[*config.middleware, *_tool_selection(args)],
             middleware_timeout=args.middleware_timeout or 5.0,
             approval=approval,
             approver=approver,
@@ -455,3 +455,12 @@ def _interactive(session: _Session, portal: BlockingPortal) -> int:
         terminal.end_line()
         if finish is not None and finish.reason == "cancelled":
             continue
+
+
+def _tool_selection(args: argparse.Namespace) -> list[object]:
+    """``--tools-max N``: the ``select-tools`` middleware, innermost."""
+    if args.tools_max is None:
+        return []
+    from ollm.middleware.tool_selection import ToolSelection
+
+    return [ToolSelection(args.tools_max)]

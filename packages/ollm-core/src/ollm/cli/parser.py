@@ -154,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
         "num_ctx, in powers of two from 4096 up to the model's longest)",
     )
     chat.add_argument(
+        "--tools-max",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="send at most N tools a request: those already called, then the most relevant "
+        "to the conversation (for toolsets with many tools)",
+    )
+    chat.add_argument(
         "--compact",
         choices=("auto", "off", "clear-results", "trim"),
         default="auto",

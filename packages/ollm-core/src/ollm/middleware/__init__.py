@@ -1,4 +1,5 @@
-"""ollm's own middleware: ``redact`` and ``audit``, ordinary plugins run only when named.
+"""ollm's own middleware: ``redact``, ``audit`` and ``select-tools``, ordinary plugins
+run only when named.
 
 ::
 
@@ -6,7 +7,8 @@
     ollm chat --middleware audit -t current_time "..."  # a JSON line per request and call
 
 In Python, name them (``ChatClient(middleware=["redact", "audit"])``) or build them with
-settings of your own: ``Redact(patterns=[...])``, ``Audit(path)``.
+settings of your own: ``Redact(patterns=[...])``, ``Audit(path)``,
+``ToolSelection(max_tools=8, always=["search"])`` (``ollm chat --tools-max 8``).
 
 Names load on first use: importing this package costs nothing.
 """
@@ -19,13 +21,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ollm.middleware.audit import Audit
     from ollm.middleware.redact import DEFAULT_PATTERNS, Redact
+    from ollm.middleware.tool_selection import ToolSelection
 
-__all__ = ["DEFAULT_PATTERNS", "Audit", "Redact"]
+__all__ = ["DEFAULT_PATTERNS", "Audit", "Redact", "ToolSelection"]
 
 _LAZY: dict[str, str] = {
     "Audit": "ollm.middleware.audit",
     "DEFAULT_PATTERNS": "ollm.middleware.redact",
     "Redact": "ollm.middleware.redact",
+    "ToolSelection": "ollm.middleware.tool_selection",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

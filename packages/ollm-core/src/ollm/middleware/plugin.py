@@ -1,4 +1,4 @@
-"""The plugin that offers ollm's own middleware, ``redact`` and ``audit``.
+"""The plugin that offers ollm's own middleware, ``redact``, ``audit`` and ``select-tools``.
 
 Discovery imports this module at every start, so it imports nothing: each middleware's
 module is imported by its factory, when a chat names it.
@@ -18,6 +18,12 @@ def _redact() -> object:
     return Redact()
 
 
+def _select_tools() -> object:
+    from ollm.middleware.tool_selection import ToolSelection
+
+    return ToolSelection()
+
+
 def _audit() -> object:
     from ollm.middleware.audit import Audit
 
@@ -26,7 +32,7 @@ def _audit() -> object:
 
 @hookimpl
 def ollm_middleware() -> list[MiddlewareSpec]:
-    """``redact`` and ``audit``."""
+    """``redact``, ``audit`` and ``select-tools``."""
     return [
         MiddlewareSpec(
             "redact",
@@ -38,5 +44,11 @@ def ollm_middleware() -> list[MiddlewareSpec]:
             _audit,
             "Write one JSON line per request and tool call to $OLLM_AUDIT_PATH "
             "(else audit.jsonl beside the conversation log)",
+        ),
+        MiddlewareSpec(
+            "select-tools",
+            _select_tools,
+            "Send at most 16 tools a request: those already called, then the most "
+            "relevant to the conversation (ollm chat --tools-max N)",
         ),
     ]
