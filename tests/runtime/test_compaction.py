@@ -223,3 +223,29 @@ def test_the_views_own_count_is_the_count_of_what_it_sends(
         assert compaction.count(sent) == ollm.kit.fallback_count(sent)
         if sent is not request:
             assert_history_valid(ollm.Conversation(sent.messages))
+
+
+async def test_summarize_makes_one_summary_request_per_compaction(anyio_backend: str) -> None:
+    def reply(request: ollm.ProviderRequest) -> Reply:
+        if request.system_prompt and "summarize" in request.system_prompt:
+            return Reply("They talked about questions 0 to N.")
+        return Reply("ok " * 400)
+
+    from ollm_testutils.mock import FunctionProvider
+
+    provider = FunctionProvider(reply)
+    chat_client = client(provider, context_window=4096, compact="summarize:tiny")
+    compactions = 0
+    for number in range(10):
+        events = await _chat(chat_client, f"question {number}: " + "y" * 2000)
+        assert not any(isinstance(e, ollm.ErrorEvent) for e in events), events
+        compactions += sum(isinstance(e, ollm.CompactionEvent) for e in events)
+    summaries = [r for r in provider.requests if r.model == "tiny"]
+    assert compactions > 0
+    assert len(summaries) == compactions
+    last = [r for r in provider.requests if r.model != "tiny"][-1]
+    assert any(m.text.startswith("[Summary of the") for m in last.messages)
+    assert "They talked about" in text_of(last)
+    assert tokens_of(last) <= 4096
+    assert_history_valid(ollm.Conversation(last.messages))
+    assert len(chat_client.conversation) == 20

@@ -163,11 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chat.add_argument(
         "--compact",
-        choices=("auto", "off", "clear-results", "trim"),
+        type=_compact,
         default="auto",
+        metavar="STRATEGY",
         help="what requests leave out of a long conversation to fit the window (the log "
         "keeps everything): auto (old tool results, then the oldest turns; the default), "
-        "clear-results, trim, or off",
+        "clear-results, trim, summarize[:MODEL] (the oldest turns, summarized by the model "
+        "in one request), or off",
     )
     chat.add_argument(
         "--on-truncation",
@@ -344,6 +346,15 @@ def _positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} must be a number above 0")
     return value
+
+
+def _compact(text: str) -> str:
+    from ollm.runtime.compaction import check_compact
+
+    try:
+        return check_compact(text.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _window(text: str) -> int | str:

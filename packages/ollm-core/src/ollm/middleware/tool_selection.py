@@ -30,9 +30,58 @@ _WORD = re.compile(r"[a-z0-9]+")
 RECENT = 6
 # Words that say nothing about what a tool is for.
 _STOP = frozenset(
-    "a an and are as at be by can do does for from has have how if in is it its me my no "
-    "not of on or so than that the then there these this to was we what when where which "
-    "who why will with would you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "if",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "so",
+        "than",
+        "that",
+        "the",
+        "then",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
 )
 
 Scorer = Callable[[str, Sequence[ToolSchema]], Sequence[float]]

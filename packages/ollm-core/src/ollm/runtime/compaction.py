@@ -35,6 +35,7 @@ from ollm.registries.tokens import (
 from ollm.types.events import CompactionEvent
 from ollm.types.messages import Message, TextPart
 from ollm.types.request import ProviderRequest
+from ollm.types.text import encode_json
 
 __all__ = [
     "COMPACT_AT",
@@ -49,14 +50,36 @@ COMPACT_AT = 0.8
 # Compacted down to this share of the window: room for a few turns before the next one.
 TARGET = 0.6
 # Strategies by name; "auto" is clear-results then trim.
-STRATEGIES = ("auto", "off", "clear-results", "trim")
+STRATEGIES = ("auto", "off", "clear-results", "trim", "summarize", "summarize:MODEL")
+SUMMARY_SHARE = 0.1  # of the window, for a summary
+SUMMARY_SYSTEM = (
+    "You summarize the earlier part of a conversation between a user and an assistant "
+    "(with its tool calls and their results) so that the assistant can go on without it. "
+    "Keep the facts, names, numbers, decisions and open questions; leave out pleasantries. "
+    "Write plain prose, as short as it can be while complete."
+)
 
 
 def check_compact(value: object) -> str:
     """``value`` if it names a compaction strategy, else ``ValueError`` naming them."""
-    if value not in STRATEGIES:
-        raise ValueError(f"compact must be one of {', '.join(STRATEGIES)}, not {value!r}")
-    return str(value)
+    if value in STRATEGIES[:-1] or (
+        isinstance(value, str) and value.startswith("summarize:") and value[10:].strip()
+    ):
+        return str(value)
+    raise ValueError(f"compact must be one of {', '.join(STRATEGIES)}, not {value!r}")
+
+
+def transcript(messages: Sequence[Message], summary: Message | None, limit: int) -> str:
+    """What a summary request asks to summarize: the earlier summary, then the messages
+    left out as ``role: text`` lines, at most ``limit`` characters (the newest kept)."""
+    lines = [summary.text] if summary is not None else []
+    for message in messages:
+        calls = "; ".join(
+            f"calls {c.name}({encode_json(c.args).decode()})" for c in message.tool_calls
+        )
+        lines.append(f"{message.role}: {message.text} {calls}".strip())
+    text = "\n".join(lines)
+    return text[-limit:] if len(text) > limit else text
 
 
 class ContextView:
@@ -77,6 +100,9 @@ class ContextView:
         self._built: list[Message] = []  # the view's tail as last built, and
         self._built_upto = 0  # the index of the conversation it was built up to
         self._stale = True  # a compaction changed it since
+        self.summary: Message | None = None  # what summarize wrote of what was left out
+        self.summary_characters = 0
+        self.trimmed: list[Message] = []  # what the last trim left out (to summarize)
 
     # -- the view --------------------------------------------------------------------
 
@@ -87,6 +113,7 @@ class ContextView:
             self._forget()
             self._stale = True
         characters = fixed + self.counts.total - self.dropped - self.saved
+        characters += self.summary_characters
         return -(-(characters + self._pinned(messages)) // 4)
 
     def _latest_user(self, messages: Sequence[Message]) -> int | None:
@@ -118,6 +145,8 @@ class ContextView:
         if self.start > 0:
             # The first unit: the first message, and its results if it made calls.
             head.extend(elided.get(i, messages[i]) for i in range(self._first_unit(messages)))
+            if self.summary is not None:
+                head.append(self.summary)
             user = self._latest_user_before(messages)
             if user is not None:
                 head.append(messages[user])
@@ -188,6 +217,17 @@ class ContextView:
         self.clear_from = index
         return cleared
 
+    def summarized(self, text: str, count: int) -> None:
+        """What ``summarize`` wrote of the ``count`` messages left out so far: it stands
+        for them in the view, after the first message."""
+        summary = Message.user(
+            f"[Summary of the {count} earlier messages of this conversation, left out to "
+            f"fit the context window]\n{text.strip()}"
+        )
+        self.summary = summary
+        self.summary_characters = message_characters(summary)
+        self.trimmed = []
+
     def _trim(self, messages: Sequence[Message], fixed: int, target: int) -> int:
         trimmed = 0
         last_unit = self._unit_start(messages, len(messages) - 1)
@@ -204,6 +244,7 @@ class ContextView:
                     self.saved -= self.counts.counts[index] - message_characters(stub)
                 self.dropped += self.counts.counts[index]
             trimmed += end - start
+            self.trimmed.extend(self.elided.get(i, messages[i]) for i in range(start, end))
             del self._built[: end - self.start]  # the view's tail starts later now
             self.start = start = end
         return trimmed
@@ -243,6 +284,9 @@ class Compaction:
         self._sent: tuple[tuple[Message, ...], int] | None = None
         self._harder = False
         self.refused_after_compacting = False
+        # summarize: the messages the last trim left out, to be summarized now
+        self.to_summarize: list[Message] = []
+        self.summarized_count = 0
 
     def harder(self) -> bool:
         """Compact the next request harder, once: the server refused the last one as too
@@ -267,19 +311,51 @@ class Compaction:
             tools = ProviderRequest(request.model, (), request.system_prompt, request.tools)
             self.fixed = len(request_text(tools))
         tokens = view.tokens(messages, self.fixed)
-        event = None
+        target: int | None = None
         if self._harder:
             self._harder = False
             target = min(int(TARGET * limit), tokens // 2)
-            event = view.compact(messages, self.fixed, target, self.strategy)
         elif tokens > self.compact_at * limit:
-            event = view.compact(messages, self.fixed, int(TARGET * limit), self.strategy)
+            target = int(TARGET * limit)
+        event = None
+        if target is not None:
+            strategy = self.strategy
+            if strategy.startswith("summarize"):
+                # Room for the summary; the messages trimmed are summarized right after.
+                target -= int(SUMMARY_SHARE * limit)
+                strategy = "trim"
+            event = view.compact(messages, self.fixed, max(target, 0), strategy)
+            if self.strategy.startswith("summarize") and view.trimmed:
+                self.to_summarize = view.trimmed
+                view.trimmed = []
+        return self.view_of(request), event
+
+    def summarized(self, text: str | None) -> None:
+        """What the summary request wrote of ``to_summarize`` (``None``: it failed; the
+        messages stay left out without a summary)."""
+        self.summarized_count += len(self.to_summarize)
+        self.to_summarize = []
+        if text:
+            self.view.summarized(text, self.summarized_count)
+
+    @property
+    def summary_model(self) -> str | None:
+        """The model ``summarize:MODEL`` names (``None``: the chat's own)."""
+        return (
+            self.strategy[10:].strip() or None if self.strategy.startswith("summarize:") else None
+        )
+
+    def view_of(self, request: ProviderRequest) -> ProviderRequest:
+        """``request`` with the view's messages, as decided so far."""
+        view = self.view
+        messages = request.messages
+        assert self.fixed is not None
         if view.start == 0 and not view.elided:
             self._sent = None
-            return request, event
+            return request
         sent = view.messages(messages)
         self._sent = (sent, view.tokens(messages, self.fixed))
-        return msgspec.structs.replace(request, messages=sent), event
+        return msgspec.structs.replace(request, messages=sent)
 
     def count(self, request: ProviderRequest) -> int:
         """``fallback_count(request)``: the view's own count when ``request`` sends the

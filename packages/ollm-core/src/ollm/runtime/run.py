@@ -24,7 +24,13 @@ import msgspec
 from ollm.errors import ErrorCode, MiddlewareError, OllmError
 from ollm.registries.strategies import StrategyRegistry
 from ollm.registries.tokens import IncrementalCount
-from ollm.runtime.compaction import Compaction, ContextView
+from ollm.runtime.compaction import (
+    SUMMARY_SHARE,
+    SUMMARY_SYSTEM,
+    Compaction,
+    ContextView,
+    transcript,
+)
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.native import NativeStrategy
 from ollm.runtime.output import OutputStep
@@ -42,6 +48,7 @@ from ollm.tools.tool import Tool
 from ollm.types.abort import AbortSignal
 from ollm.types.events import (
     ChatEvent,
+    CompactionEvent,
     ErrorEvent,
     FinishEvent,
     NoticeEvent,
@@ -505,7 +512,7 @@ class ChatRun:
                 return request
             request = last
         if self.compaction is not None:
-            request = self._compacted(request)
+            request = await self._compacted(request)
         chain = self.chain
         if chain is not None and chain.requests:
             request = await chain.request(request)
@@ -540,18 +547,64 @@ class ChatRun:
             )
         return request
 
-    def _compacted(self, request: ProviderRequest) -> ProviderRequest:
+    async def _compacted(self, request: ProviderRequest) -> ProviderRequest:
         """What ``request`` sends of the conversation, compacted when it nears the
         window (a ``CompactionEvent`` pending when it was)."""
-        assert self.compaction is not None
+        compaction = self.compaction
+        assert compaction is not None
         window = self.context_window
         if self.auto_window is not None and self.auto_window.trained:
             window = self.auto_window.trained  # the window grows before anything is cut
         limit = max(0, window - (request.options.max_tokens or 0))
-        request, event = self.compaction.apply(request, limit)
+        whole = request
+        request, event = compaction.apply(whole, limit)
+        if compaction.to_summarize and event is not None:
+            compaction.summarized(await self._summary(compaction, limit))
+            request = compaction.view_of(whole)
+            after = compaction.view.tokens(whole.messages, compaction.fixed or 0)
+            event = CompactionEvent(compaction.strategy, event.removed, event.tokens_before, after)
         if event is not None:
             self._pending += (event,)
         return request
+
+    async def _summary(self, compaction: Compaction, limit: int) -> str | None:
+        """One request to the model (``summarize:MODEL``'s, else the chat's) for a summary
+        of what compaction leaves out; ``None`` (and a notice) if it fails."""
+        assert self.provider is not None
+        text = transcript(compaction.to_summarize, compaction.view.summary, limit * 2)
+        request = ProviderRequest(
+            model=compaction.summary_model or self.model,
+            messages=(Message.user(text),),
+            system_prompt=SUMMARY_SYSTEM,
+            options=GenerationOptions(max_tokens=max(64, int(SUMMARY_SHARE * limit))),
+            abort=self.abort,
+        )
+        pieces: list[str] = []
+        failed: str | None = None
+        stream = self.provider.chat_stream(request)
+        try:
+            with self.abort.guard():
+                async for event in stream:
+                    if type(event) is TextEvent:
+                        pieces.append(event.text)
+                    elif type(event) is ErrorEvent:
+                        failed = event.message
+                        break
+        except Exception as exc:
+            failed = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._stream = stream
+            await self._close_stream()
+        if failed is None and pieces:
+            return "".join(pieces)
+        self._pending += (
+            NoticeEvent(
+                "The earlier messages were left out without a summary: the summary request "
+                f"failed ({failed or 'no text'}).",
+                "compaction",
+            ),
+        )
+        return None
 
     def _refused_as_too_long(self, turn: Turn) -> ErrorEvent | None:
         """When the server refused the turn's request as too long: ``None`` when the
