@@ -24,17 +24,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import anyio
 import msgspec
 
+from ollm.errors import ErrorCode
 from ollm.registries.tokens import (
     MessageCharacters,
     fallback_count,
     message_characters,
     request_text,
 )
-from ollm.types.events import CompactionEvent
+from ollm.types.abort import AbortSignal
+from ollm.types.events import CompactionEvent, ErrorEvent, NoticeEvent, TextEvent
 from ollm.types.messages import Message, TextPart
-from ollm.types.request import ProviderRequest
+from ollm.types.provider import ProviderAdapter
+from ollm.types.request import GenerationOptions, ProviderRequest
 from ollm.types.text import encode_json
 
 __all__ = [
@@ -295,6 +299,69 @@ class Compaction:
             return False
         self._harder = self.refused_after_compacting = True
         return True
+
+    def refusal(self, error: ErrorEvent, streamed: bool) -> ErrorEvent | None:
+        """What a turn's ``error`` becomes: ``None`` when the server refused the request
+        as too long and it is to be compacted harder and sent again (once); the
+        ``TOKEN_LIMIT`` that ends the chat when it was refused again; else ``error``."""
+        if error.code != ErrorCode.CONTEXT_EXCEEDED or streamed:
+            return error
+        if self.harder():
+            return None
+        return ErrorEvent(
+            f"{error.message} (The request was still too long after compacting the conversation.)",
+            ErrorCode.TOKEN_LIMIT,
+        )
+
+    async def summarize(
+        self,
+        provider: ProviderAdapter,
+        model: str,
+        whole: ProviderRequest,
+        event: CompactionEvent,
+        limit: int,
+        abort: AbortSignal,
+    ) -> tuple[ProviderRequest, CompactionEvent, NoticeEvent | None]:
+        """One request to the model (``summarize:MODEL``'s, else ``model``) for a summary
+        of what the last trim left out of ``whole``; the request with the summary in its
+        view, the compaction's event, and a notice if the summary failed."""
+        request = ProviderRequest(
+            model=self.summary_model or model,
+            messages=(Message.user(transcript(self.to_summarize, self.view.summary, limit * 2)),),
+            system_prompt=SUMMARY_SYSTEM,
+            options=GenerationOptions(max_tokens=max(64, int(SUMMARY_SHARE * limit))),
+            abort=abort,
+        )
+        pieces: list[str] = []
+        failed: str | None = None
+        stream = provider.chat_stream(request)
+        try:
+            with abort.guard():
+                async for item in stream:
+                    if type(item) is TextEvent:
+                        pieces.append(item.text)
+                    elif type(item) is ErrorEvent:
+                        failed = item.message
+                        break
+        except Exception as exc:
+            failed = f"{type(exc).__name__}: {exc}"
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                with anyio.CancelScope(shield=True):
+                    await aclose()
+        text = "".join(pieces) if failed is None else None
+        self.summarized(text)
+        notice = None
+        if not text:
+            notice = NoticeEvent(
+                "The earlier messages were left out without a summary: the summary request "
+                f"failed ({failed or 'no text'}).",
+                "compaction",
+            )
+        after = self.view.tokens(whole.messages, self.fixed or 0)
+        done = CompactionEvent(self.strategy, event.removed, event.tokens_before, after)
+        return self.view_of(whole), done, notice
 
     def settled(self) -> None:
         """A request went through: the next refusal may be compacted again."""

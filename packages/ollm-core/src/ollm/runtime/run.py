@@ -24,13 +24,7 @@ import msgspec
 from ollm.errors import ErrorCode, MiddlewareError, OllmError
 from ollm.registries.strategies import StrategyRegistry
 from ollm.registries.tokens import IncrementalCount
-from ollm.runtime.compaction import (
-    SUMMARY_SHARE,
-    SUMMARY_SYSTEM,
-    Compaction,
-    ContextView,
-    transcript,
-)
+from ollm.runtime.compaction import Compaction, ContextView
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.native import NativeStrategy
 from ollm.runtime.output import OutputStep
@@ -48,7 +42,6 @@ from ollm.tools.tool import Tool
 from ollm.types.abort import AbortSignal
 from ollm.types.events import (
     ChatEvent,
-    CompactionEvent,
     ErrorEvent,
     FinishEvent,
     NoticeEvent,
@@ -559,68 +552,15 @@ class ChatRun:
         whole = request
         request, event = compaction.apply(whole, limit)
         if compaction.to_summarize and event is not None:
-            compaction.summarized(await self._summary(compaction, limit))
-            request = compaction.view_of(whole)
-            after = compaction.view.tokens(whole.messages, compaction.fixed or 0)
-            event = CompactionEvent(compaction.strategy, event.removed, event.tokens_before, after)
+            assert self.provider is not None
+            request, event, notice = await compaction.summarize(
+                self.provider, self.model, whole, event, limit, self.abort
+            )
+            if notice is not None:
+                self._pending += (notice,)
         if event is not None:
             self._pending += (event,)
         return request
-
-    async def _summary(self, compaction: Compaction, limit: int) -> str | None:
-        """One request to the model (``summarize:MODEL``'s, else the chat's) for a summary
-        of what compaction leaves out; ``None`` (and a notice) if it fails."""
-        assert self.provider is not None
-        text = transcript(compaction.to_summarize, compaction.view.summary, limit * 2)
-        request = ProviderRequest(
-            model=compaction.summary_model or self.model,
-            messages=(Message.user(text),),
-            system_prompt=SUMMARY_SYSTEM,
-            options=GenerationOptions(max_tokens=max(64, int(SUMMARY_SHARE * limit))),
-            abort=self.abort,
-        )
-        pieces: list[str] = []
-        failed: str | None = None
-        stream = self.provider.chat_stream(request)
-        try:
-            with self.abort.guard():
-                async for event in stream:
-                    if type(event) is TextEvent:
-                        pieces.append(event.text)
-                    elif type(event) is ErrorEvent:
-                        failed = event.message
-                        break
-        except Exception as exc:
-            failed = f"{type(exc).__name__}: {exc}"
-        finally:
-            self._stream = stream
-            await self._close_stream()
-        if failed is None and pieces:
-            return "".join(pieces)
-        self._pending += (
-            NoticeEvent(
-                "The earlier messages were left out without a summary: the summary request "
-                f"failed ({failed or 'no text'}).",
-                "compaction",
-            ),
-        )
-        return None
-
-    def _refused_as_too_long(self, turn: Turn) -> ErrorEvent | None:
-        """When the server refused the turn's request as too long: ``None`` when the
-        request is to be compacted harder and sent again (once), else the error that
-        ends the chat."""
-        error = turn.error
-        if error is None or error.code != ErrorCode.CONTEXT_EXCEEDED or self.compaction is None:
-            return error
-        if turn.streamed_anything:
-            return error
-        if self.compaction.harder():
-            return None
-        return ErrorEvent(
-            f"{error.message} (The request was still too long after compacting the conversation.)",
-            ErrorCode.TOKEN_LIMIT,
-        )
 
     def _resized(self, request: ProviderRequest, needed: int) -> ProviderRequest:
         """``request`` with the window ``context_window="auto"`` chose for ``needed``
@@ -647,7 +587,7 @@ class ChatRun:
             self.finish = FinishEvent("cancelled", self.usage)
             return
         if self.compaction is not None and turn.error is not None:
-            turn.error = self._refused_as_too_long(turn)
+            turn.error = self.compaction.refusal(turn.error, turn.streamed_anything)
             if turn.error is None:  # compacted harder: the same turn again
                 self._turn = None
                 turn.committed = True
