@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
+import pytest
+
 from ollm_testutils import FakeOllamaServer, OllamaReply
 
 
@@ -46,3 +51,21 @@ def test_tools_max_sends_the_relevant_tools_only(run_ollm, server: FakeOllamaSer
     assert result.returncode == 0, result.stderr
     tools = [t["function"]["name"] for t in server.chat_requests[0].json["tools"]]
     assert tools == ["current_time"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_interactive_compact_compacts_the_next_request(interactive) -> None:  # type: ignore[no-untyped-def]
+    with interactive("chat", "-p", "echo") as (process, leader):
+        assert "/help lists the commands" in process.stderr.readline()
+        for number in range(3):
+            os.write(leader, f"question {number} {'y' * 400}\n".encode())
+            assert f"question {number}" in process.stdout.readline()
+        os.write(leader, b"/compact\n")
+        assert "the next request leaves about half" in process.stderr.readline()
+        os.write(leader, b"question 3\n")
+        assert "question 3" in process.stdout.readline()
+        line = process.stderr.readline()
+        assert "compacted the request" in line, line
+        os.write(leader, b"/exit\n")
+        process.communicate(timeout=30)
+    assert process.returncode == 0

@@ -179,6 +179,6 @@ def test_a_middleware_that_is_not_installed_is_named_in_the_error(
     )
     assert done.returncode == 1
     assert (
-        "error[PLUGIN_ERROR]: no middleware is named 'recordr'. Installed: redact, audit, select-tools, recorder"
-        in (done.stderr)
+        "error[PLUGIN_ERROR]: no middleware is named 'recordr'. "
+        "Installed: redact, audit, select-tools, recorder" in (done.stderr)
     )

@@ -249,3 +249,23 @@ async def test_summarize_makes_one_summary_request_per_compaction(anyio_backend:
     assert tokens_of(last) <= 4096
     assert_history_valid(ollm.Conversation(last.messages))
     assert len(chat_client.conversation) == 20
+
+
+async def test_compact_next_compacts_the_next_request_whatever_its_size(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider(*[Reply("ok " * 400) for _ in range(5)])
+    chat_client = client(provider, context_window=100_000)  # compaction off, a big window
+    for number in range(3):
+        await _chat(chat_client, f"question {number}: " + "y" * 2000)
+    chat_client.compact_next()
+    events = await _chat(chat_client, "question 3")
+    (compaction,) = [e for e in events if isinstance(e, ollm.CompactionEvent)]
+    assert compaction.tokens_after <= compaction.tokens_before // 2 + 10
+    before, after = provider.requests[2], provider.requests[3]
+    assert len(after.messages) < len(before.messages)
+    # Once only: with compaction off, the request after it sends everything again.
+    events = await _chat(chat_client, "question 4")
+    assert not any(isinstance(e, ollm.CompactionEvent) for e in events)
+    assert len(provider.requests[4].messages) == 9
+    assert len(chat_client.conversation) == 10

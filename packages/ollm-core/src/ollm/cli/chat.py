@@ -55,7 +55,8 @@ __all__ = ["run_chat"]
 # A line that is one /word is a command, never sent to the model ("/usr/bin?" is sent).
 _COMMAND = re.compile(r"/[A-Za-z]+")
 _HELP = (
-    "Commands: /clear starts a new conversation; /exit (or /quit, /bye, Ctrl-D, Ctrl-C twice) "
+    "Commands: /clear starts a new conversation; /compact leaves about half of it out of "
+    "the next request (the log keeps everything); /exit (or /quit, /bye, Ctrl-D, Ctrl-C twice) "
     "leaves; /help shows this. Anything else is sent to the model. Every answer is logged "
     "(ollm logs; --no-log to not), and ollm chat -c goes on with this conversation later."
 )
@@ -315,6 +316,10 @@ def _local_command(text: str, session: _Session) -> bool:
         session.client.new_conversation()
         session.log.new_conversation()
         terminal.info("(a new conversation)", "dim")
+        return True
+    if text == "/compact":
+        session.client.compact_next()
+        terminal.info("(the next request leaves about half of the conversation out)", "dim")
         return True
     if text != "/help":
         terminal.info(f"{text} is not a command here.", "dim")

@@ -457,6 +457,13 @@ class ChatClient:
             result.has_output = True
         return result
 
+    def compact_next(self) -> None:
+        """Compact the next request of the client's conversation now, whatever its size:
+        about half of what it would send is left out of it (old tool results, then the
+        oldest turns; with ``compact`` off, as ``"auto"`` does). The conversation keeps
+        every message."""
+        self._context.compact_next.add(self.conversation.id)
+
     def new_conversation(self) -> Conversation:
         """Start afresh: the client's next chats use a new, empty conversation."""
         self.conversation = Conversation()

@@ -363,6 +363,10 @@ class Compaction:
         done = CompactionEvent(self.strategy, event.removed, event.tokens_before, after)
         return self.view_of(whole), done, notice
 
+    def now(self) -> None:
+        """Compact the next request whatever its size (``ChatClient.compact_next``)."""
+        self._harder = True
+
     def settled(self) -> None:
         """A request went through: the next refusal may be compacted again."""
         self.refused_after_compacting = False

@@ -58,6 +58,7 @@ class RunContext:
         "approved",
         "client",
         "format_ignored",
+        "compact_next",
         "refused",
         "views",
         "windows",
@@ -75,6 +76,8 @@ class RunContext:
         self.windows: dict[tuple[str, str], int] = {}
         # What requests send of each conversation (compaction), by conversation id.
         self.views: dict[str, ContextView] = {}
+        # The conversations whose next request is compacted whatever its size.
+        self.compact_next: set[str] = set()
 
     @property
     def registries(self) -> Registries:

@@ -448,9 +448,14 @@ class ChatRun:
             window = self.auto_window.window
         self.context_window = window or DEFAULT_CONTEXT_WINDOW
 
-        if settings.compact != "off":
+        forced = self.conversation.id in context.compact_next
+        if settings.compact != "off" or forced:
+            context.compact_next.discard(self.conversation.id)
             view = context.views.setdefault(self.conversation.id, ContextView())
-            self.compaction = Compaction(view, settings.compact, settings.compact_at, self.counted)
+            strategy = "auto" if settings.compact == "off" else settings.compact
+            self.compaction = Compaction(view, strategy, settings.compact_at, self.counted)
+            if forced:
+                self.compaction.now()
         if self.tools:
             self.strategy, notice = self.selection.initial(capabilities)
             if notice is not None:
