@@ -19,29 +19,23 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-class DropResults:
-    """A faulty middleware: removes the tool results from every request."""
+class Drop:
+    """A faulty middleware: removes the messages of one role from every request (the tool
+    results, or the assistant messages that made the calls)."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
 
     async def on_request(
         self, context: ollm.MiddlewareContext, request: ollm.ProviderRequest
     ) -> ollm.ProviderRequest:
-        kept = tuple(m for m in request.messages if m.role != "tool")
-        return msgspec.structs.replace(request, messages=kept)
-
-
-class DropCalls:
-    """A faulty middleware: removes the assistant messages (the calls) from every request."""
-
-    async def on_request(
-        self, context: ollm.MiddlewareContext, request: ollm.ProviderRequest
-    ) -> ollm.ProviderRequest:
-        kept = tuple(m for m in request.messages if m.role != "assistant")
+        kept = tuple(m for m in request.messages if m.role != self.role)
         return msgspec.structs.replace(request, messages=kept)
 
 
 @pytest.mark.parametrize(
     ("middleware", "said"),
-    [(DropResults(), "have no result right after it"), (DropCalls(), "that no assistant")],
+    [(Drop("tool"), "have no result right after it"), (Drop("assistant"), "that no assistant")],
 )
 async def test_a_request_with_an_orphan_is_never_sent(
     anyio_backend: str, middleware: object, said: str
