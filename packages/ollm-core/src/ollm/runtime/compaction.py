@@ -398,7 +398,7 @@ class Compaction:
             event = view.compact(messages, self.fixed, max(target, 0), strategy)
             if self.strategy.startswith("summarize") and view.trimmed:
                 self.to_summarize = view.trimmed
-                view.trimmed = []
+            view.trimmed = []
         return self.view_of(request), event
 
     def summarized(self, text: str | None) -> None:
