@@ -29,9 +29,9 @@ Kind = Literal[
     "unreachable", "failed", "rate_limited", "model_missing", "context", "tools", "final"
 ]
 
-# A request longer than the context window: TOKEN_LIMIT from today's providers, and
-# CONTEXT_EXCEEDED once ollm tells it apart from its own token check.
-CONTEXT_CODES = frozenset({ErrorCode.TOKEN_LIMIT, "CONTEXT_EXCEEDED"})
+# A request longer than the context window: the server refused it (CONTEXT_EXCEEDED), or
+# the member's own count before sending (TOKEN_LIMIT): a member with a larger window.
+CONTEXT_CODES = frozenset({ErrorCode.TOKEN_LIMIT, ErrorCode.CONTEXT_EXCEEDED})
 _FAILED = frozenset({ErrorCode.PROVIDER_ERROR, ErrorCode.BAD_RESPONSE, ErrorCode.AUTH_FAILED})
 
 USES_BUDGET: frozenset[Kind] = frozenset({"unreachable", "failed", "rate_limited"})
