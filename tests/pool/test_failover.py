@@ -189,8 +189,8 @@ async def test_a_context_error_moves_the_request_to_a_member_with_a_larger_windo
         assert text_of(events) == HELLO
         (notice,) = notices(events)  # names both members, and why
         assert notice.startswith(
-            f"B failed (TOKEN_LIMIT: The conversation is too long for 'llama3.2' on {b.base_url} "
-            "(This model's maximum context length is 64 tokens."
+            f"B failed (CONTEXT_EXCEEDED: The server at {b.base_url} refused the request: the "
+            "conversation is too long for 'llama3.2' (118 tokens, for a window of 64)"
         )
         assert notice.endswith("); trying A.")
         assert (chats(b), chats(a)) == (1, 1)
@@ -206,7 +206,7 @@ async def test_a_context_error_with_no_larger_window_fails_naming_the_others() -
             # The window the chat says: the runtime sends what the members would refuse.
             events = await chat(client(pool, context_window=100_000), "a question " * 40)
         (error,) = errors(events)
-        assert error.code == "TOKEN_LIMIT"
+        assert error.code == "CONTEXT_EXCEEDED"
         assert "A: not tried (its context window is not known to be larger than 64 tokens)" in (
             error.message
         )
