@@ -159,3 +159,41 @@ def test_the_partial_reader_ends_with_the_value_however_the_text_is_cut(
     assert not reader.stopped
     assert reader.done
     assert reader.value == value
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_long_reply_in_tiny_pieces_shows_a_logarithmic_number_of_partial_values(
+    backend: str,
+) -> None:
+    count = 10_000
+    pieces = ["[", *(f"{i}," for i in range(count - 1)), f"{count - 1}]"]
+
+    async def go() -> tuple[list[int], Any]:
+        provider = ScriptedProvider(Reply(pieces))
+        shown: list[int] = []
+        value = None
+        async with ollm.ChatClient(ollm.Registries(), provider=provider) as client:
+            async for event in client.chat("Count.", output=list[int]):
+                if isinstance(event, ollm.PartialOutputEvent):
+                    shown.append(len(event.value))
+                elif isinstance(event, ollm.OutputEvent):
+                    value = event.value
+        return shown, value
+
+    shown, value = anyio.run(go, backend=backend)
+    assert value == list(range(count))
+    # Batches of 1/16 of the pieces so far: about 16 ln(n / 16) + 16 of them, not n.
+    assert 20 <= len(shown) <= 200, len(shown)
+    assert shown == sorted(shown)
+    assert shown[-1] > count * 8 // 10
+
+
+def test_a_changed_schema_is_not_the_next_chats() -> None:
+    from ollm.output.schema import OutputType
+
+    class Dog(msgspec.Struct):
+        name: str
+
+    first = OutputType(Dog)
+    first.schema["properties"]["name"]["type"] = "integer"
+    assert OutputType(Dog).schema["properties"]["name"] == {"type": "string"}

@@ -7,9 +7,11 @@ expressions (with possessive quantifiers, so they never backtrack) that take the
 nested values included up to a few levels; Python steps in only at the edges of a piece
 (a container that opens, an element cut in two). Each byte is read a bounded
 number of times, so a reply of n characters costs O(n), never a re-parse of the text so
-far per piece. Pieces are read in batches once the value is large (each batch 1/16 of
-what has arrived), so a long reply in tiny pieces costs no more than one in large pieces,
-and the partial values shown number O(log n): a consumer that copies or encodes each one
+far per piece. Pieces are read in batches (each 1/16 of the pieces that have arrived,
+so a long reply in tiny pieces costs no more than one in large pieces): between two
+batches a piece costs the caller a list append and a ``len`` (the runtime appends to
+``pieces`` and calls ``read`` when they number ``due``), and the
+partial values shown number O(log n): a consumer that copies or encodes each one
 (``ollm chat --json``) spends O(n) in all, not O(n^2).
 
 The value is built in place: a container is added to its parent when it opens, the
@@ -31,7 +33,7 @@ import msgspec
 
 from ollm.types.events import PartialOutputEvent
 
-__all__ = ["PartialJSON"]
+__all__ = ["NEVER", "PartialJSON"]
 
 _WS = r"[ \t\r\n]*+"
 # Written as "normal* (special normal*)*", which the engine runs without trying an
@@ -72,16 +74,18 @@ _MAX_HELD = 65536
 # this many guesses of where its complete elements end.
 _BULK_LEAST = 256
 _BULK_TRIES = 3
+# msgspec's words for a value followed by more text: tried as elements, the text holds
+# the container's end (the last few elements of an object cut in two, then its parent's).
+_CLOSED_EARLIER = "JSON is malformed: trailing characters"
 
 _START, _AFTER_ELEMENT = 0, 1
+NEVER = 1 << 62  # ``due`` once the value is complete, or reading has stopped
 
 
 class PartialJSON:
     """Feed the pieces of a JSON text; ``value`` is the object or array read so far."""
 
     __slots__ = (
-        "_batch",
-        "_gathered",
         "_held",
         "_raw",
         "_raw_length",
@@ -90,8 +94,9 @@ class PartialJSON:
         "_slot",
         "_stack",
         "_string",
-        "_waiting",
         "done",
+        "due",
+        "pieces",
         "stopped",
         "value",
     )
@@ -103,10 +108,11 @@ class PartialJSON:
         # Each open container: [container, is_dict, state].
         self._stack: list[list[Any]] = []
         self._held = ""  # the start of an element cut by a piece's end
-        self._waiting: list[str] = []  # pieces not read yet (a batch being gathered)
-        self._read = 0  # characters read so far
-        self._gathered = 0  # characters waiting
-        self._batch = 0  # how many are read at once
+        # The pieces not read yet (the caller appends to the list), read as a batch
+        # once they number ``due``: 1/16 of the pieces read so far.
+        self.pieces: list[str] = []
+        self.due = 1
+        self._read = 0
         self._string = False  # inside a string value
         self._raw: list[str] = []  # its text so far, escapes as written
         self._raw_length = 0
@@ -114,31 +120,41 @@ class PartialJSON:
         self._slot: tuple[Any, Any] | None = None  # where the string's value goes
 
     def feed(self, piece: str) -> bool:
-        """Read ``piece`` (or keep it for the batch); whether the value changed."""
-        if self.done or self.stopped:
+        """Add ``piece`` to ``pieces``, and ``read`` them when due; whether the value
+        changed."""
+        pieces = self.pieces
+        pieces.append(piece)
+        if len(pieces) < self.due:
             return False
-        self._waiting.append(piece)
-        self._gathered += len(piece)
-        if self._gathered < self._batch:
-            return False
-        return self.flush()
+        return self.read()
 
     def event(self) -> PartialOutputEvent:
-        """The value read so far, as the event that shows it (after a ``feed`` that
+        """The value read so far, as the event that shows it (after a ``read`` that
         changed it)."""
         assert self.value is not None
         return PartialOutputEvent(self.value)
 
-    def flush(self) -> bool:
-        """Read the pieces a batch holds back (at the end of the stream)."""
-        if not self._waiting or self.done or self.stopped:
+    def read(self) -> bool:
+        """Read ``pieces`` (a batch: call it once they number ``due``, and at the
+        stream's end); whether the value changed."""
+        pieces = self.pieces
+        if not pieces or self._ended():
+            pieces.clear()
             return False
-        text = "".join(self._waiting)
-        self._waiting.clear()
-        self._read += self._gathered
-        self._gathered = 0
-        self._batch = self._read >> 4
-        return self._take(self._held + text if self._held else text)
+        text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+        self._read += len(pieces)
+        pieces.clear()
+        self.due = self._read >> 4 or 1
+        changed = self._take(self._held + text if self._held else text)
+        if self._ended():
+            self.due = NEVER
+        return changed
+
+    def _ended(self) -> bool:
+        """Whether the value is complete, or reading stopped."""
+        return self.done or self.stopped
+
+    flush = read
 
     def _take(self, text: str) -> bool:
         self._held = ""
@@ -347,7 +363,9 @@ def _bulk(text: str, start: int, end: int, container: Any, is_dict: bool) -> int
                 found = msgspec.json.decode(f"{{{elements}}}")
             else:
                 found = msgspec.json.decode(f"[{elements}]")
-        except msgspec.DecodeError:
+        except msgspec.DecodeError as exc:
+            if str(exc).startswith(_CLOSED_EARLIER):
+                return start  # the container ends before this cut, and so before any
             continue
         if is_dict:
             container.update(found)

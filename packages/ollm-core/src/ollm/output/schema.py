@@ -12,6 +12,7 @@ Internal: not part of ollm's public API; its layout may change in any release.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from typing import Annotated, Any, Literal, Union
 
@@ -44,6 +45,7 @@ class OutputType:
 
     def __init__(self, given: Any) -> None:
         self._given = given
+        self._decoder: msgspec.json.Decoder[Any]
         if isinstance(given, dict):
             self.schema = _root_inlined(copy.deepcopy(given))
             target: Any = _JSONSchemaType(given).type_of(given, 0)
@@ -54,18 +56,19 @@ class OutputType:
             self._plain = True
         else:
             try:
-                self.schema = _root_inlined(msgspec.json.schema(given))
+                schema, decoder = (_of_type if _hashable(given) else _made)(given)
             except (TypeError, ValueError) as exc:
                 raise TypeError(
                     f"output must be a msgspec Struct, a dataclass, a TypedDict, a Literal, "
                     f"an enum, a list of those, or a JSON Schema dict; {given!r} is not "
                     f"one ({exc})"
                 ) from None
+            self.schema = copy.deepcopy(schema)  # the caller's to change
+            self._decoder = decoder
             target = given
             self._plain = False
-        self._decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(
-            Any if self._plain else target
-        )
+        if self._plain:
+            self._decoder = msgspec.json.Decoder()
         self._check: Any = target
         title = self.schema.get("title")
         name = title if isinstance(title, str) else getattr(given, "__name__", "output")
@@ -93,6 +96,24 @@ class OutputType:
     def encode(self, value: Any) -> str:
         """``value`` as the JSON a model would write for it."""
         return msgspec.json.encode(value).decode()
+
+
+def _made(given: Any) -> tuple[dict[str, Any], msgspec.json.Decoder[Any]]:
+    """The JSON Schema and the decoder of a Python type."""
+    return _root_inlined(msgspec.json.schema(given)), msgspec.json.Decoder(given)
+
+
+# Made once per type: each chat with ``output=T`` would otherwise spend a millisecond on
+# them, twice.
+_of_type = functools.lru_cache(maxsize=64)(_made)
+
+
+def _hashable(given: Any) -> bool:
+    try:
+        hash(given)
+    except TypeError:
+        return False
+    return True
 
 
 def explain(exc: msgspec.ValidationError) -> str:

@@ -112,8 +112,9 @@ class OutputStep:
     # -- the stream ------------------------------------------------------------------
 
     def reader(self) -> PartialJSON:
-        """A reader of one turn's text: ``feed(piece)`` says when the value read so far
-        changed, and ``event()`` is then the ``PartialOutputEvent`` to show."""
+        """A reader of one turn's text: append the pieces to its ``pieces``; once they
+        number ``due``, ``read()`` says whether the value read so far changed, and
+        ``event()`` is then the ``PartialOutputEvent`` to show."""
         return PartialJSON()
 
     # -- the final reply ---------------------------------------------------------------

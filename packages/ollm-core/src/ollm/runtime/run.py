@@ -237,7 +237,11 @@ class ChatRun:
 
                     turn = self._turn = Turn(number, self.conversation)
                     add_text = turn.text_parts.append
+                    # Typed output: the value is read from the pieces in batches.
                     partial = self.output.reader() if self.output is not None else None
+                    pieces: list[str] = partial.pieces if partial is not None else []
+                    add_piece = pieces.append
+                    due = 1
                     try:
                         stream = self.strategy.stream(provider, request)
                         if not getattr(provider, "handles_abort", False):
@@ -247,8 +251,12 @@ class ChatRun:
                             if type(event) is TextEvent:
                                 add_text(event.text)
                                 yield event
-                                if partial is not None and partial.feed(event.text):
-                                    yield partial.event()
+                                if partial is not None:
+                                    add_piece(event.text)
+                                    if len(pieces) >= due:
+                                        if partial.read():
+                                            yield partial.event()
+                                        due = partial.due
                             elif type(event) is ThinkingEvent:
                                 turn.thinking_parts.append(event.text)
                                 yield event
@@ -274,6 +282,9 @@ class ChatRun:
                     except Exception as exc:
                         turn.error = error_event(exc, provider.name)
                     await self._close_stream()
+                    # The partial value goes before the final one is decoded (the
+                    # collector need not walk both).
+                    partial = None
 
                     async for settled in self._settle(
                         turn, wrap_up=number > self.settings.max_turns
