@@ -75,6 +75,7 @@ def test_output_invalid_exits_1_with_the_code(fake: Fake) -> None:
     assert done.returncode == 1
     assert done.stdout == ""
     assert "error[OUTPUT_INVALID]" in done.stderr
+    assert "did not match the output type (at once)" in done.stderr  # fields name no type
     assert "$.age: expected int, got str" in done.stderr
     assert len(fake.bodies) == 1
 

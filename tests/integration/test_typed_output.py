@@ -127,6 +127,7 @@ async def test_three_invalid_replies_end_with_output_invalid_and_the_history_int
         assert [e.code for e in errors] == ["OUTPUT_INVALID"]
         assert errors[0].raw == replies[2]
         assert errors[0].errors == ("$: object missing required field age",)
+        assert "did not match the output type P (after 2 corrections)" in errors[0].message
         assert not any(isinstance(e, ollm.OutputEvent) for e in events)
         assert events[-1] == ollm.FinishEvent("error", events[-1].usage)  # type: ignore[union-attr]
         history = client.conversation.messages

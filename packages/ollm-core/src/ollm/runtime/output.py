@@ -166,8 +166,10 @@ class OutputStep:
     ) -> tuple[TurnEnd, list[ChatEvent]]:
         used = self.retries - self.retries_left
         tries = f"after {used} correction{'s' if used != 1 else ''}" if used else "at once"
+        # A type without a name of its own (a schema given as fields) is "the output type".
+        named = "" if self.type.name == "output" else f" {self.type.name}"
         message = (
-            f"The model's answer did not match the output type {self.type.name} ({tries}): "
+            f"The model's answer did not match the output type{named} ({tries}): "
             f"{'; '.join(errors)}. Its last reply is in the history and in this error; try "
             "a larger model, a simpler schema or more output_retries."
         )
