@@ -115,7 +115,9 @@ async def test_refused_again_after_compacting_ends_token_limit(anyio_backend: st
     assert_history_valid(chat_client.conversation)
 
 
-@pytest.mark.parametrize(("setting", "value"), [("compact", "shrink"), ("compact_at", 1.5)])
+@pytest.mark.parametrize(
+    ("setting", "value"), [("compact", "summarize:"), ("compact", " trim"), ("compact_at", 1.5)]
+)
 def test_settings_are_checked(setting: str, value: Any) -> None:
     with pytest.raises(ValueError, match=setting):
         ollm.ChatClient(ollm.Registries(), **{setting: value})

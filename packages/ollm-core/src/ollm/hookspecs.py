@@ -21,6 +21,7 @@ from typing import Any
 
 import pluggy
 
+from ollm.types.compactor import CompactorSpec
 from ollm.types.output import OutputStrategySpec
 from ollm.types.provider import ProviderAdapter
 from ollm.types.specs import (
@@ -35,6 +36,7 @@ __all__ = [
     "PROJECT",
     "hookimpl",
     "hookspec",
+    "ollm_compactors",
     "ollm_middleware",
     "ollm_output_strategies",
     "ollm_providers",
@@ -122,6 +124,28 @@ def ollm_output_strategies() -> Sequence[OutputStrategySpec]:  # type: ignore[em
     what ``extract`` returns with msgspec, always, and sends corrections itself. It
     uses ``native`` unless a chat names another (``output_strategy=``), and
     ``prompted`` for a model that ignored the native constraint and with ReAct.
+    """
+
+
+@hookspec
+def ollm_compactors() -> Sequence[CompactorSpec]:  # type: ignore[empty-body]
+    """Contribute a compactor: what a request leaves out of a long conversation to fit
+    the context window (ollm's own are ``clear-results``, ``trim``, ``summarize`` and
+    ``auto``; the twin of ``ollm_tool_strategies``).
+
+    Return ``CompactorSpec(name, factory, description)``; ``factory()`` builds one
+    ``ollm.Compactor`` per chat, used only when the chat names it (``compact="NAME"``,
+    ``ollm chat --compact NAME``). Before a request whose estimate passes
+    ``compact_at`` of the window, the runtime calls ``compact(messages, fixed_tokens=,
+    target=, count=)`` with the whole conversation and sends what it returns (whole
+    units only: a call goes with its results). The conversation and the log keep every
+    message; each compaction is a ``CompactionEvent``.
+
+    Example::
+
+        @ollm.hookimpl
+        def ollm_compactors():
+            return [ollm.CompactorSpec("keep-last", KeepLast, "Send the last 8 messages")]
     """
 
 

@@ -169,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="what requests leave out of a long conversation to fit the window (the log "
         "keeps everything): auto (old tool results, then the oldest turns; the default), "
         "clear-results, trim, summarize[:MODEL] (the oldest turns, summarized by the model "
-        "in one request), or off",
+        "in one request), off, or the name of a plugin's compactor (`ollm plugins` lists "
+        "them)",
     )
     chat.add_argument(
         "--on-truncation",

@@ -46,6 +46,7 @@ from ollm.plugins.settings import PluginSettings, environment_name
 from ollm.registries import Registries
 from ollm.registries.providers import describe_failure
 from ollm.tools.tool import Tool
+from ollm.types.compactor import CompactorSpec
 from ollm.types.output import OutputStrategySpec
 from ollm.types.specs import (
     MiddlewareSpec,
@@ -86,6 +87,7 @@ HOOKS = (
     "ollm_toolsets",
     "ollm_middleware",
     "ollm_output_strategies",
+    "ollm_compactors",
 )
 
 log = logging.getLogger(__name__)
@@ -127,6 +129,7 @@ class _Contribution:
     toolsets: list[ToolsetSpec] = field(default_factory=list)
     middleware: list[MiddlewareSpec] = field(default_factory=list)
     outputs: list[OutputStrategySpec] = field(default_factory=list)
+    compactors: list[CompactorSpec] = field(default_factory=list)
 
 
 def discover(
@@ -294,6 +297,8 @@ def _collect(hook: str, result: object, into: _Contribution, registries: Registr
             into.middleware.append(_expect(item, MiddlewareSpec, hook))
         elif hook == "ollm_output_strategies":
             into.outputs.append(_expect(item, OutputStrategySpec, hook))
+        elif hook == "ollm_compactors":
+            into.compactors.append(_expect(item, CompactorSpec, hook))
         else:
             into.strategies.append(_expect(item, StrategySpec, hook))
 
@@ -393,6 +398,11 @@ def _settle_clashes(
             lambda n: n in registries.output_strategies or n == "native",
         )
     ]
+    contribution.compactors = [
+        c
+        for c in contribution.compactors
+        if keep("compactor", c.name, lambda n: n in registries.compactors)
+    ]
     return skipped
 
 
@@ -421,6 +431,8 @@ def _commit(contribution: _Contribution, registries: Registries, plugin: str) ->
         registries.middleware.register(middleware, replace=True)
     for output in contribution.outputs:
         registries.output_strategies.register(output, replace=True)
+    for compactor in contribution.compactors:
+        registries.compactors.register(compactor, replace=True)
 
 
 def _summary(contribution: _Contribution) -> dict[str, list[str]]:
@@ -432,6 +444,7 @@ def _summary(contribution: _Contribution) -> dict[str, list[str]]:
         "toolsets": [s.name for s in contribution.toolsets],
         "middleware": [m.name for m in contribution.middleware],
         "output_strategies": [o.name for o in contribution.outputs],
+        "compactors": [c.name for c in contribution.compactors],
     }
     return {k: v for k, v in summary.items() if v}
 

@@ -1,5 +1,5 @@
 """Registries of providers, tools, token counters, tool-calling strategies, toolsets,
-middleware and output strategies.
+middleware, output strategies and compactors.
 
 Internal: not part of ollm's public API (import its public names from ``ollm``:
 ``ollm.ProviderRegistry``...); its layout may change in any release.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ollm.registries.compactors import CompactorRegistry
 from ollm.registries.middleware import MiddlewareRegistry
 from ollm.registries.outputs import OutputStrategyRegistry
 from ollm.registries.providers import ProviderRegistry
@@ -25,6 +26,7 @@ from ollm.registries.toolsets import ToolsetRegistry
 from ollm.types.specs import PluginRecord
 
 __all__ = [
+    "CompactorRegistry",
     "MiddlewareRegistry",
     "OutputStrategyRegistry",
     "ProviderRegistry",
@@ -56,6 +58,7 @@ class Registries:
     toolsets: ToolsetRegistry = field(default_factory=ToolsetRegistry)
     middleware: MiddlewareRegistry = field(default_factory=MiddlewareRegistry)
     output_strategies: OutputStrategyRegistry = field(default_factory=OutputStrategyRegistry)
+    compactors: CompactorRegistry = field(default_factory=CompactorRegistry)
     plugins: list[PluginRecord] = field(default_factory=list)
 
     async def aclose(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ollm.errors import PluginError
@@ -45,14 +45,17 @@ class _Spec(Protocol):
     def factory(self) -> Callable[[], Any]: ...
 
 
-def create_named(kind: str, specs: Mapping[str, _Spec], name: str) -> Any:
+def create_named(
+    kind: str, specs: Mapping[str, _Spec], name: str, builtin: Sequence[str] = ("native",)
+) -> Any:
     """What the factory of ``specs[name]`` builds (a strategy for one chat); a
-    ``PluginError`` naming the ones there are when it is not installed or fails."""
+    ``PluginError`` naming the ones there are (``builtin`` first) when it is not
+    installed or fails."""
     spec = specs.get(name)
     if spec is None:
         hint = INSTALL_HINTS.get(name)
         install = f" Install it with: {hint}" if hint else ""
-        known = ", ".join(["native", *specs])
+        known = ", ".join(dict.fromkeys([*builtin, *specs]))
         raise PluginError(f"{kind} {name!r} is not installed.{install} Available: {known}.")
     try:
         return spec.factory()

@@ -17,17 +17,23 @@ A compaction runs before a request whose estimate passes ``compact_at`` of the w
 (0.8 by default), down to ``TARGET`` of it, and once, harder, when the server refuses a
 request as too long (``CONTEXT_EXCEEDED``). Each one is a ``CompactionEvent``.
 
+A plugin's compactor (``ollm_compactors``) gets the whole conversation instead and
+returns what to send; what it sent is sent again, with the messages added since, until
+that passes ``compact_at`` in turn.
+
 Internal: not part of ollm's public API; its layout may change in any release.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import anyio
 import msgspec
 
-from ollm.errors import ErrorCode
+from ollm.errors import ErrorCode, PluginError
+from ollm.registries.compactors import CompactorRegistry
+from ollm.registries.strategies import create_named
 from ollm.registries.tokens import (
     MessageCharacters,
     fallback_count,
@@ -35,6 +41,7 @@ from ollm.registries.tokens import (
     request_text,
 )
 from ollm.types.abort import AbortSignal
+from ollm.types.compactor import Compactor, CompactorSpec, MessageCounter
 from ollm.types.events import CompactionEvent, ErrorEvent, NoticeEvent, TextEvent
 from ollm.types.messages import Message, TextPart
 from ollm.types.provider import ProviderAdapter
@@ -47,7 +54,10 @@ __all__ = [
     "TARGET",
     "Compaction",
     "ContextView",
+    "ViewCompactor",
     "check_compact",
+    "count_messages",
+    "resolve_compactor",
 ]
 
 COMPACT_AT = 0.8
@@ -65,12 +75,65 @@ SUMMARY_SYSTEM = (
 
 
 def check_compact(value: object) -> str:
-    """``value`` if it names a compaction strategy, else ``ValueError`` naming them."""
-    if value in STRATEGIES[:-1] or (
-        isinstance(value, str) and value.startswith("summarize:") and value[10:].strip()
+    """``value`` if it can name a compactor (one of ``STRATEGIES`` or an installed one,
+    which the chat checks when it starts), else ``ValueError`` naming ollm's own."""
+    if (
+        isinstance(value, str)
+        and value.strip() == value != ""
+        and (not value.startswith("summarize:") or value[10:].strip())
     ):
-        return str(value)
-    raise ValueError(f"compact must be one of {', '.join(STRATEGIES)}, not {value!r}")
+        return value
+    raise ValueError(
+        f"compact must be one of {', '.join(STRATEGIES)} or the name of an installed "
+        f"compactor (`ollm plugins` lists them), not {value!r}"
+    )
+
+
+def count_messages(messages: Sequence[Message]) -> int:
+    """The estimated tokens of ``messages`` (characters / 4, as the fallback counter)."""
+    return -(-sum(message_characters(m) for m in messages) // 4)
+
+
+class ViewCompactor:
+    """One of ollm's own compactors (``auto``, ``clear-results``, ``trim``,
+    ``summarize``) as a ``Compactor``. In a chat the runtime runs it on the
+    conversation's ``ContextView`` instead, which keeps its decisions between turns;
+    ``summarize`` trims here (its summary needs a model)."""
+
+    def __init__(self, strategy: str) -> None:
+        self.strategy = strategy
+
+    def compact(
+        self,
+        messages: Sequence[Message],
+        *,
+        fixed_tokens: int,
+        target: int,
+        count: MessageCounter = count_messages,
+    ) -> Sequence[Message]:
+        """What a fresh view of ``messages`` sends, compacted to ``target`` tokens."""
+        view = ContextView()
+        strategy = "trim" if self.strategy.startswith("summarize") else self.strategy
+        view.compact(messages, fixed_tokens * 4, target, strategy)
+        return view.messages(messages)
+
+
+def resolve_compactor(name: str, specs: Mapping[str, CompactorSpec]) -> str | Compactor:
+    """What ``compact=name`` runs: the name of one of ollm's own strategies (run on the
+    conversation's view), or a plugin's compactor for one chat; a ``PluginError``
+    listing the installed ones when none is named ``name``."""
+    spec = specs.get(name)
+    if spec is None and (name in STRATEGIES[:-1] or name.startswith("summarize:")):
+        return name
+    compactor: object = create_named("Compactor", specs, name, STRATEGIES)
+    if isinstance(compactor, ViewCompactor):
+        return compactor.strategy
+    if not callable(getattr(compactor, "compact", None)):
+        raise PluginError(
+            f"Compactor {name!r} built {type(compactor).__name__}, which has no compact "
+            "method. Report this to its author (`ollm plugins` says where it comes from)."
+        )
+    return compactor  # type: ignore[return-value]
 
 
 def transcript(messages: Sequence[Message], summary: Message | None, limit: int) -> str:
@@ -279,9 +342,14 @@ class Compaction:
         strategy: str,
         compact_at: float,
         fallback: Callable[[ProviderRequest], int] = fallback_count,
+        compactor: Compactor | None = None,
     ) -> None:
         self.view = view
         self.strategy = strategy
+        self.compactor = compactor  # a plugin's, named ``strategy``
+        # what a plugin's compactor sent: (the conversation's length then, its last
+        # message, the messages sent)
+        self._last: tuple[int, Message, tuple[Message, ...]] | None = None
         self.compact_at = compact_at
         self.fallback = fallback
         self.fixed: int | None = None
@@ -291,6 +359,22 @@ class Compaction:
         # summarize: the messages the last trim left out, to be summarized now
         self.to_summarize: list[Message] = []
         self.summarized_count = 0
+
+    @classmethod
+    def named(
+        cls,
+        view: ContextView,
+        name: str,
+        compact_at: float,
+        fallback: Callable[[ProviderRequest], int],
+        compactors: CompactorRegistry,
+    ) -> Compaction:
+        """The compaction ``compact=name`` asks for (ollm's own, or an installed
+        plugin's); a ``PluginError`` listing the installed ones when none is ``name``."""
+        made = resolve_compactor(name, compactors.specs())
+        if isinstance(made, str):
+            return cls(view, made, compact_at, fallback)
+        return cls(view, name, compact_at, fallback, made)
 
     def harder(self) -> bool:
         """Compact the next request harder, once: the server refused the last one as too
@@ -381,6 +465,8 @@ class Compaction:
         if self.fixed is None:
             tools = ProviderRequest(request.model, (), request.system_prompt, request.tools)
             self.fixed = len(request_text(tools))
+        if self.compactor is not None:
+            return self._plugin(self.compactor, request, limit)
         tokens = view.tokens(messages, self.fixed)
         target: int | None = None
         if self._harder:
@@ -400,6 +486,61 @@ class Compaction:
                 self.to_summarize = view.trimmed
             view.trimmed = []
         return self.view_of(request), event
+
+    def _plugin(
+        self, compactor: Compactor, request: ProviderRequest, limit: int
+    ) -> tuple[ProviderRequest, CompactionEvent | None]:
+        """``apply`` with a plugin's compactor: what it sent last time and the messages
+        added since while that fits ``compact_at``, else what it makes of the whole."""
+        messages = request.messages
+        fixed = -(-(self.fixed or 0) // 4)
+        harder, self._harder = self._harder, False
+        last = self._last
+        if last is not None and 0 < last[0] <= len(messages) and messages[last[0] - 1] is last[1]:
+            sent = (*last[2], *messages[last[0] :])
+        else:
+            sent = tuple(messages)
+        tokens = count_messages(sent) + fixed
+        target: int | None = None
+        if harder:
+            target = min(int(TARGET * limit), tokens // 2)
+        elif tokens > self.compact_at * limit:
+            target = int(TARGET * limit)
+        event = None
+        if target is not None:
+            before = count_messages(messages) + fixed
+            try:
+                made = compactor.compact(
+                    messages,
+                    fixed_tokens=fixed,
+                    target=max(target - fixed, 0),
+                    count=count_messages,
+                )
+                sent = tuple(made)
+            except Exception as exc:
+                raise PluginError(
+                    f"Compactor {self.strategy!r} failed: {type(exc).__name__}: {exc}. The "
+                    "request was not sent; the conversation is intact. Go on with another "
+                    '(compact="auto", ollm chat --compact auto) or report this to its author '
+                    "(`ollm plugins` says where it comes from)."
+                ) from exc
+            if not all(isinstance(m, Message) for m in sent):
+                raise PluginError(
+                    f"Compactor {self.strategy!r} returned something other than messages. "
+                    "The request was not sent; the conversation is intact. Report this to "
+                    "its author (`ollm plugins` says where it comes from)."
+                )
+            kept = {id(m) for m in sent}
+            removed = sum(1 for m in messages if id(m) not in kept)
+            tokens = count_messages(sent) + fixed
+            event = CompactionEvent(self.strategy, removed, before, tokens)
+        if messages:
+            self._last = (len(messages), messages[-1], sent)
+        if len(sent) == len(messages) and all(a is b for a, b in zip(sent, messages, strict=True)):
+            self._sent = None
+            return request, event
+        self._sent = (sent, tokens)
+        return msgspec.structs.replace(request, messages=sent), event
 
     def summarized(self, text: str | None) -> None:
         """What the summary request wrote of ``to_summarize`` (``None``: it failed; the

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, cast
 import anyio
 import msgspec
 
-from ollm.errors import ErrorCode, MiddlewareError, OllmError
+from ollm.errors import ErrorCode, MiddlewareError, OllmError, PluginError
 from ollm.registries.strategies import StrategyRegistry
 from ollm.registries.tokens import IncrementalCount
 from ollm.runtime.compaction import Compaction, ContextView
@@ -464,7 +464,9 @@ class ChatRun:
             context.compact_next.discard(self.conversation.id)
             view = context.views.setdefault(self.conversation.id, ContextView())
             strategy = "auto" if settings.compact == "off" else settings.compact
-            self.compaction = Compaction(view, strategy, settings.compact_at, self.counted)
+            self.compaction = Compaction.named(
+                view, strategy, settings.compact_at, self.counted, context.registries.compactors
+            )
             if forced:
                 self.compaction.now()
         if self.tools:
@@ -521,7 +523,12 @@ class ChatRun:
                 return request
             request = last
         if self.compaction is not None:
-            request = await self._compacted(request)
+            try:
+                request = await self._compacted(request)
+            except PluginError as exc:  # a plugin's compactor failed
+                self._pending = (ErrorEvent(exc.message, exc.code),)
+                self.finish = FinishEvent("error", self.usage)
+                return request
         chain = self.chain
         if chain is not None and chain.requests:
             request = await chain.request(request)
@@ -806,7 +813,7 @@ def _invalid_history(problem: str) -> ErrorEvent:
     return ErrorEvent(
         f"The request was not sent: its history is not valid ({problem}). Calls the "
         "conversation ends with, never answered, run first with chat() and no prompt; a "
-        "middleware that changes requests must keep calls and results together. The "
+        "middleware or compactor that changes requests must keep calls and results together. The "
         "conversation itself is intact.",
         ErrorCode.INVALID_HISTORY,
     )

@@ -72,7 +72,8 @@ class ChatSettings:
       ends the chat ``TOKEN_LIMIT``), ``"clear-results"`` (old tool results replaced by a
       line saying how long they were), ``"trim"`` (whole units dropped from the front:
       a user message, or a reply with all its results), ``"auto"`` (clear-results, then
-      trim); a ``CompactionEvent`` says each time what was done;
+      trim), ``"summarize[:MODEL]"``, or the name of a plugin's compactor
+      (``ollm_compactors``); a ``CompactionEvent`` says each time what was done;
     - ``compact_at``: the share of the window past which a request is compacted (0.8);
     - ``on_truncation``: what a reply the server evaluated from a prompt it cut to fit
       its window does (Ollama's guard tells it): ``"notice"`` (a ``context_truncated``

@@ -1,6 +1,7 @@
 """The contracts of ollm: messages, requests, events, model reports and protocols."""
 
 from ollm.types.abort import AbortSignal
+from ollm.types.compactor import Compactor, CompactorSpec, MessageCounter
 from ollm.types.events import (
     ApprovalRequestEvent,
     ChatEvent,
@@ -72,6 +73,8 @@ __all__ = [
     "ChatEvent",
     "Closeable",
     "CompactionEvent",
+    "Compactor",
+    "CompactorSpec",
     "Deny",
     "EmbeddingResult",
     "Embeddings",
@@ -83,6 +86,7 @@ __all__ = [
     "HealthStatus",
     "ImagePart",
     "Message",
+    "MessageCounter",
     "MiddlewareContext",
     "MiddlewareSpec",
     "ModelCapabilities",
