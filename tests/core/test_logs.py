@@ -112,10 +112,10 @@ def test_the_schema_is_migrated_from_an_empty_database_and_versioned(tmp_path: P
     sqlite3.connect(path).close()  # an existing file at version 0
     LogStore(path).close()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     with sqlite3.connect(path) as db:
-        db.execute("PRAGMA user_version = 5")
+        db.execute("PRAGMA user_version = 6")
     with pytest.raises(LogsUnavailableError, match="newer ollm"):
         LogStore(path)
 

@@ -1,7 +1,7 @@
 """A log written by ollm's first schema (version 1) is migrated, its ids keep working and
 get short forms; ``readonly=True`` reads it (or a folder it cannot write) changing nothing.
 A log of version 2 (before tool-call decisions were logged) is migrated to the current
-version (4: decisions, then typed output)."""
+version (5: decisions, typed output, then compactions); one of version 4 gets compactions."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_a_version_1_log_is_migrated_and_its_ids_keep_working(tmp_path: Path) ->
     path = tmp_path / "logs.db"
     version_1_log(path)
     with LogStore(path) as store:
-        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 5
         # The refused prompt left the history (-c would send it again), its start kept.
         assert [m.text for m in store.load(OLD[0]).messages] == ["question 0", "answer 0"]
         responses = store.responses(OLD[0][:15])
@@ -175,7 +175,7 @@ def test_a_version_2_log_is_migrated_and_logs_decisions(tmp_path: Path) -> None:
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 2  # left as it was
     with LogStore(path) as store:
-        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 5
         assert [m.role for m in store.load(V2).messages] == [
             "user",
             "assistant",
@@ -202,6 +202,47 @@ def test_a_version_2_log_is_migrated_and_logs_decisions(tmp_path: Path) -> None:
         "call_2",
     )
     assert (logged.args, logged.messages_after, logged.scope) == ('{"target":"mars"}', 6, "once")
+
+
+# What versions 3 and 4 added, as they added it.
+VERSION_3_AND_4 = """
+CREATE TABLE decisions (
+    id INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL, messages_after INTEGER, call_id TEXT, tool TEXT NOT NULL,
+    args TEXT, decision TEXT NOT NULL, decided_by TEXT, reason TEXT, scope TEXT);
+CREATE INDEX decisions_by_conversation ON decisions(conversation_id);
+ALTER TABLE responses ADD COLUMN output_schema TEXT;
+ALTER TABLE responses ADD COLUMN output TEXT;
+PRAGMA user_version = 4;
+"""
+
+
+def test_a_version_4_log_is_migrated_and_logs_compactions(tmp_path: Path) -> None:
+    path = tmp_path / "logs.db"
+    version_2_log(path)
+    with sqlite3.connect(path) as db:
+        db.executescript(VERSION_3_AND_4)
+    with LogStore(path, readonly=True) as store:  # read through a migrated copy
+        assert store.compactions(V2) == []
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 4  # left as it was
+    with LogStore(path) as store:
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert store.compactions(V2) == []
+        assert len(store.load(V2).messages) == 4
+        trim = ollm.CompactionEvent("trim", 2, 7900, 3100)
+        clear = ollm.CompactionEvent("clear-results", 1, 3100, 2000)
+        store.log_exchange(
+            V2,
+            [ollm.Message.user("and mars?"), ollm.Message.assistant("Not yet.")],
+            base=4,
+            compactions=[(1, trim), (2, clear)],  # after the question, then the answer
+        )
+        logged = store.compactions(V2)
+    assert [
+        (c.strategy, c.removed, c.tokens_before, c.tokens_after, c.messages_after) for c in logged
+    ] == [("trim", 2, 7900, 3100, 5), ("clear-results", 1, 3100, 2000, 6)]
 
 
 def test_reading_a_version_1_log_changes_nothing(tmp_path: Path) -> None:

@@ -247,6 +247,38 @@ def insert_decisions(
         )
 
 
+def insert_compactions(
+    db: sqlite3.Connection, cid: str, count: int, compactions: Sequence[tuple[int, Any]]
+) -> None:
+    """A row of ``compactions`` for each ``(position, CompactionEvent)``: ``position``
+    is how many of the ``count`` messages the conversation holds now came before it."""
+    stamp = now()
+    for position, c in compactions:
+        execute(
+            db,
+            f"INSERT INTO compactions (conversation_id, {', '.join(COMPACTION_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * (len(COMPACTION_COLUMNS) + 1))})",
+            (
+                cid,
+                stamp,
+                min(max(position, 0), count),
+                c.strategy,
+                c.removed,
+                c.tokens_before,
+                c.tokens_after,
+            ),
+        )
+
+
+COMPACTION_COLUMNS = (
+    "created_at",
+    "messages_after",
+    "strategy",
+    "removed",
+    "tokens_before",
+    "tokens_after",
+)
+
 DECISION_COLUMNS = (
     "created_at",
     "messages_after",

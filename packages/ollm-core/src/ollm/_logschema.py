@@ -118,6 +118,21 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE responses ADD COLUMN output_schema TEXT",
         "ALTER TABLE responses ADD COLUMN output TEXT",
     ),
+    (
+        # Each compaction of a request (a CompactionEvent): where in the conversation it
+        # happened (its message count then), by which strategy, and how far.
+        """CREATE TABLE compactions (
+            id INTEGER PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            created_at TEXT NOT NULL,
+            messages_after INTEGER NOT NULL,
+            strategy TEXT NOT NULL,
+            removed INTEGER NOT NULL,
+            tokens_before INTEGER NOT NULL,
+            tokens_after INTEGER NOT NULL
+        )""",
+        "CREATE INDEX compactions_by_conversation ON compactions(conversation_id)",
+    ),
 )
 
 SCHEMA_VERSION = len(_MIGRATIONS)

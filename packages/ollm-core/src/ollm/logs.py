@@ -62,7 +62,7 @@ from ollm._logschema import (
 )
 from ollm.errors import LogsUnavailableError
 from ollm.runtime.conversation import Conversation
-from ollm.types.events import ToolDecisionEvent, Usage
+from ollm.types.events import CompactionEvent, ToolDecisionEvent, Usage
 from ollm.types.messages import Message
 from ollm.types.text import encode_json
 
@@ -72,6 +72,7 @@ __all__ = [
     "ENV_LOGS_BUSY_TIMEOUT",
     "ENV_LOGS_PATH",
     "UNANSWERED_PREVIEW",
+    "CompactionInfo",
     "ConversationInfo",
     "DecisionInfo",
     "LogStore",
@@ -145,6 +146,22 @@ class ResponseInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     unanswered: str | None = None
     output_schema: str | None = None
     output: str | None = None
+
+
+class CompactionInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One compaction of a request of the conversation (a ``CompactionEvent``):
+    ``strategy`` left ``removed`` messages out of what was sent (or shortened them), from
+    about ``tokens_before`` tokens to ``tokens_after``. The log keeps every message.
+
+    ``messages_after`` is how many messages the conversation held when it happened.
+    """
+
+    created_at: datetime
+    strategy: str
+    removed: int
+    tokens_before: int
+    tokens_after: int
+    messages_after: int = 0
 
 
 class DecisionInfo(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -421,6 +438,7 @@ class LogStore:
         base: int | None = None,
         unanswered: Sequence[Message] = (),
         decisions: Sequence[ToolDecisionEvent] = (),
+        compactions: Sequence[tuple[int, CompactionEvent]] = (),
         response: bool = True,
         replaced: Mapping[int, Message] | None = None,
         output_schema: dict[str, Any] | None = None,
@@ -431,6 +449,8 @@ class LogStore:
 
         ``decisions`` are the chat's ``ToolDecisionEvent``s: whether each tool call
         could run, who decided and why (``decisions()`` reads them back).
+        ``compactions`` are its ``CompactionEvent``s, each with how many of ``messages``
+        came before it (``compactions()`` reads them back).
         ``response=False`` logs the messages alone (a chat still under way, waiting for
         a person's answer: the response follows when it ends); ``replaced`` then puts
         messages logged so in their final form (a reply's calls as they ran), by
@@ -458,6 +478,10 @@ class LogStore:
             count = rows.insert_messages(db, cid, messages)
             rows.touch(db, cid, provider if messages else None, model if messages else None)
             rows.insert_decisions(db, cid, count, decisions)
+            before = count - len(messages)
+            rows.insert_compactions(
+                db, cid, count, [(before + at, event) for at, event in compactions]
+            )
             if not response:
                 return cid
             rows.insert_response(
@@ -587,6 +611,27 @@ class LogStore:
                 by=row[6],
                 reason=row[7],
                 scope=row[8],
+            )
+            for row in found
+        ]
+
+    def compactions(self, cid: str) -> builtins.list[CompactionInfo]:
+        """Each compaction of the requests of the conversation ``cid``, in order."""
+        full = self.resolve(cid)
+        with self._guard("be read"):
+            found = self.db.execute(
+                f"SELECT {', '.join(rows.COMPACTION_COLUMNS)} FROM compactions "
+                "WHERE conversation_id = ? ORDER BY id",
+                (full,),
+            ).fetchall()
+        return [
+            CompactionInfo(
+                created_at=datetime.fromisoformat(row[0]),
+                messages_after=int(row[1]),
+                strategy=row[2],
+                removed=int(row[3]),
+                tokens_before=int(row[4]),
+                tokens_after=int(row[5]),
             )
             for row in found
         ]

@@ -38,6 +38,7 @@ from ollm.runtime.conversation import Conversation
 from ollm.types.events import (
     ApprovalRequestEvent,
     ChatEvent,
+    CompactionEvent,
     ErrorEvent,
     FinishEvent,
     ToolDecisionEvent,
@@ -270,11 +271,14 @@ class _Session:
         self.renderer.finish = None
         self.renderer.output = None
         decisions: list[ToolDecisionEvent] = []
+        compactions: list[CompactionEvent] = []
 
         def on_event(event: ChatEvent) -> None:
             self.renderer(event)
             if type(event) is ToolDecisionEvent:
                 decisions.append(event)
+            elif type(event) is CompactionEvent:
+                compactions.append(event)
             elif type(event) is ApprovalRequestEvent and self.questions is not None:
                 # The reply is in the history: logged before asking, so that a session
                 # stopped while asking can go on with it (ollm chat --cid).
@@ -300,6 +304,7 @@ class _Session:
                 decisions=decisions,
                 output_schema=self.output_schema,
                 output=self.renderer.output,
+                compactions=compactions,
             )
             if kept < len(stream.conversation):  # no model answered: the prompt leaves
                 self.client.conversation = Conversation(

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from ollm.cli.terminal import Terminal
 from ollm.runtime.conversation import Conversation
-from ollm.types.events import ErrorEvent, FinishEvent, OutputEvent, ToolDecisionEvent
+from ollm.types.events import (
+    CompactionEvent,
+    ErrorEvent,
+    FinishEvent,
+    OutputEvent,
+    ToolDecisionEvent,
+)
 from ollm.types.messages import Message
 from ollm.types.text import encode_json
 
@@ -42,6 +48,7 @@ class _Exchange:
     unanswered: tuple[Message, ...]
     response: dict[str, Any]
     decisions: tuple[ToolDecisionEvent, ...] = ()
+    compactions: tuple[tuple[int, CompactionEvent], ...] = ()
     final: bool = True
     replaced: dict[int, Message] = field(default_factory=dict)
 
@@ -122,8 +129,10 @@ class ChatLog:
         decisions: Sequence[ToolDecisionEvent] = (),
         output_schema: dict[str, Any] | None = None,
         output: OutputEvent | None = None,
+        compactions: Sequence[CompactionEvent] = (),
     ) -> int:
-        """Log what the conversation gained since the last record, and how the chat went.
+        """Log what the conversation gained since the last record, and how the chat went
+        (with its ``compactions``, each where it happened in the conversation).
 
         Returns how many of the conversation's messages the session keeps: all of them,
         or, when no model answered the new prompt, those before it (the prompt is logged
@@ -159,6 +168,8 @@ class ChatLog:
                     () if answered else new,
                     response,
                     tuple(decisions),
+                    # where each happened, among the messages logged now
+                    tuple((c.conversation_length - self.saved, c) for c in compactions),
                     replaced=replaced,
                 )
             )
@@ -205,6 +216,7 @@ class ChatLog:
                     base=self.base if self.cid is not None else None,
                     unanswered=exchange.unanswered,
                     decisions=exchange.decisions,
+                    compactions=exchange.compactions,
                     response=exchange.final,
                     replaced=exchange.replaced,
                     **exchange.response,

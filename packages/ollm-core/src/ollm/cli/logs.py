@@ -11,7 +11,14 @@ from collections.abc import Sequence
 
 from ollm.cli import EXIT_OK
 from ollm.cli.terminal import Terminal
-from ollm.logs import ConversationInfo, DecisionInfo, LogStore, ResponseInfo, logs_path
+from ollm.logs import (
+    CompactionInfo,
+    ConversationInfo,
+    DecisionInfo,
+    LogStore,
+    ResponseInfo,
+    logs_path,
+)
 from ollm.types.messages import Message, TextPart
 from ollm.types.text import encode_json
 
@@ -41,16 +48,18 @@ def run_logs(args: argparse.Namespace, terminal: Terminal) -> int:
             messages = store.load(info.id).messages
             responses = store.responses(info.id)
             decisions = store.decisions(info.id)
+            compactions = store.compactions(info.id)
             if as_json:
                 body = {
                     "conversation": info,
                     "messages": messages,
                     "responses": responses,
                     "decisions": decisions,
+                    "compactions": compactions,
                 }
                 terminal.write(encode_json(body).decode() + "\n")
             else:
-                terminal.write(_markdown(info, messages, responses, decisions))
+                terminal.write(_markdown(info, messages, responses, decisions, compactions))
         else:
             removed = store.remove(args.id)
             terminal.info(f"deleted conversation {removed}", "dim")
@@ -89,6 +98,7 @@ def _markdown(
     messages: tuple[Message, ...],
     responses: Sequence[ResponseInfo],
     decisions: Sequence[DecisionInfo] = (),
+    compactions: Sequence[CompactionInfo] = (),
 ) -> str:
     when = info.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
     lines = [f"# Conversation {info.id}", ""]
@@ -101,9 +111,11 @@ def _markdown(
         lines.append(f"tokens: {info.prompt_tokens:,} in, {info.completion_tokens:,} out")
     if info.system:
         lines += ["", "## System", "", info.system]
+    lines += _compacted(compactions, 0)
     lines += _outcomes(responses, 0)
     for number, message in enumerate(messages, start=1):
         lines += _message(message, decisions)
+        lines += _compacted(compactions, number)
         lines += _outcomes(responses, number)
     return "\n".join(lines) + "\n"
 
@@ -137,6 +149,24 @@ def _decision(decision: DecisionInfo) -> str:
     scope = f" (for the {decision.scope})" if decision.scope in ("chat", "client") else ""
     reason = f": {decision.reason}" if decision.reason else ""
     return f"{verb} by {decision.by or 'no one'}{scope}{reason}"
+
+
+def _compacted(compactions: Sequence[CompactionInfo], after: int) -> list[str]:
+    """A marker for each compaction of a request sent after message number ``after``."""
+    lines: list[str] = []
+    for c in compactions:
+        if c.messages_after != after:
+            continue
+        done = "left out"  # clear-results shortens them
+        if "clear-results" in c.strategy:
+            done = "shortened" if c.strategy == "clear-results" else "left out or shortened"
+        plural = "s" if c.removed != 1 else ""
+        lines += [
+            "",
+            f"· compacted ({c.strategy}): {c.removed:,} message{plural} {done}, "
+            f"{c.tokens_before:,} → {c.tokens_after:,} tokens",
+        ]
+    return lines
 
 
 def _outcomes(responses: Sequence[ResponseInfo], after: int) -> list[str]:

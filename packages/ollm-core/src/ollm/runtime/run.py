@@ -582,7 +582,8 @@ class ChatRun:
             if notice is not None:
                 self._pending += (notice,)
         if event is not None:
-            self._pending += (event,)
+            length = len(self.conversation.messages)
+            self._pending += (msgspec.structs.replace(event, conversation_length=length),)
         return request
 
     def _resized(self, request: ProviderRequest, needed: int) -> ProviderRequest:

@@ -237,6 +237,8 @@ class CompactionEvent(_Event, frozen=True, tag="compaction"):
     shortened them), and it went from about ``tokens_before`` tokens to ``tokens_after``.
 
     Only what is sent changes: the conversation and its log keep every message.
+    ``conversation_length`` is how many messages the conversation held then (where
+    ``ollm logs show`` marks it).
     """
 
     type: ClassVar[Literal["compaction"]] = "compaction"
@@ -245,6 +247,7 @@ class CompactionEvent(_Event, frozen=True, tag="compaction"):
     removed: int
     tokens_before: int
     tokens_after: int
+    conversation_length: int = 0
 
 
 class TurnCompleteEvent(_Event, frozen=True, tag="turn_complete"):
