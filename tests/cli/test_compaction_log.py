@@ -10,6 +10,7 @@ from pathlib import Path
 
 import compactor_plugin
 import pytest
+from cli_helpers import installed_plugin
 from log_helpers import listed, ollm
 
 from ollm_testutils import FakeOllamaServer, OllamaReply
@@ -21,11 +22,7 @@ PAGES = 12
 @pytest.fixture
 def installed(tmp_path: Path) -> str:
     """A PYTHONPATH on which ``compactor_plugin`` is the plugin ``pages``."""
-    info = tmp_path / "ollm_pages-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ollm-pages\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[ollm.plugins]\npages = compactor_plugin\n")
-    return f"{tmp_path}:{SUPPORT}"
+    return installed_plugin(tmp_path, "pages", "compactor_plugin", SUPPORT)
 
 
 def script_reading(server: FakeOllamaServer, first: int, last: int) -> None:

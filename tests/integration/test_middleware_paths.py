@@ -19,7 +19,7 @@ import anyio
 import pytest
 import recording_middleware
 import typed_fakes
-from cli_helpers import OLLM, ollm_env
+from cli_helpers import OLLM, installed_plugin, ollm_env
 
 import ollm
 from ollm_testutils import FakeOllamaServer, OllamaReply
@@ -46,11 +46,7 @@ def fake(request: pytest.FixtureRequest) -> Iterator[Fake]:
 @pytest.fixture
 def installed(tmp_path: Path) -> str:
     """A PYTHONPATH on which ``recording_middleware`` is the plugin ``recorder``."""
-    info = tmp_path / "ollm_recorder-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ollm-recorder\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[ollm.plugins]\nrecorder = recording_middleware\n")
-    return f"{tmp_path}:{SUPPORT}"
+    return installed_plugin(tmp_path, "recorder", "recording_middleware", SUPPORT)
 
 
 def read(path: Path) -> list[Any]:

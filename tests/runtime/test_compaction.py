@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from compactor_plugin import BIG, calling, fetch
 from hypothesis import given
 from hypothesis import strategies as st
 from runtime_helpers import assert_history_valid, client, collect
@@ -14,18 +15,6 @@ import ollm
 from ollm_testutils.mock import Reply, ScriptedProvider
 
 pytestmark = pytest.mark.anyio
-
-BIG = "x" * 8000  # 2,000 tokens at 4 characters a token
-
-
-@ollm.tool
-def fetch(page: int) -> str:
-    """Fetch a page."""
-    return BIG
-
-
-def calling(page: int) -> Reply:
-    return Reply(tool_calls=[("fetch", {"page": page})])
 
 
 def text_of(request: ollm.ProviderRequest) -> str:

@@ -4,25 +4,13 @@ what it returns, checks it first, and keeps the conversation whole whatever it d
 from __future__ import annotations
 
 import pytest
-from compactor_plugin import Broken, KeepLast, Orphan
+from compactor_plugin import BIG, Broken, KeepLast, Orphan, calling, fetch
 from runtime_helpers import assert_history_valid, collect
 
 import ollm
 from ollm_testutils.mock import Reply, ScriptedProvider
 
 pytestmark = pytest.mark.anyio
-
-BIG = "x" * 8000  # 2,000 tokens at 4 characters a token
-
-
-@ollm.tool
-def fetch(page: int) -> str:
-    """Fetch a page."""
-    return BIG
-
-
-def calling(page: int) -> Reply:
-    return Reply(tool_calls=[("fetch", {"page": page})])
 
 
 class Counting(KeepLast):

@@ -22,3 +22,13 @@ def ollm_env(**extra: str) -> dict[str, str]:
     env.update({"NO_COLOR": "1", "PYTHONUNBUFFERED": "1", "OLLM_LOGS_PATH": TEST_LOGS})
     env.update(extra)
     return env
+
+
+def installed_plugin(folder: Path, name: str, module: str, support: Path) -> str:
+    """A PYTHONPATH on which the module ``module`` (in ``support``) is the installed plugin
+    ``name``, of the distribution ``ollm-NAME`` 1.0 (its metadata written in ``folder``)."""
+    info = folder / f"ollm_{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: ollm-{name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[ollm.plugins]\n{name} = {module}\n")
+    return f"{folder}:{support}"

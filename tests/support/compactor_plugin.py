@@ -6,25 +6,29 @@
   invalid history, which the runtime must refuse before sending);
 - ``broken``: raises;
 
-and the tool ``read_page``, whose result is 2,000 tokens long.
-
-Each writes the arguments of every call to ``$COMPACTOR_RECORD``, if set.
+and the tool ``read_page``, whose result is 2,000 tokens long. ``fetch`` and ``calling``
+are a tool and the scripted reply that calls it, for the compaction tests.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
 
 import ollm
+from ollm_testutils.mock import Reply
+
+BIG = "x" * 8000  # 2,000 tokens at 4 characters a token
 
 
-def _record(name: str, messages: Sequence[ollm.Message], fixed: int, target: int) -> None:
-    path = os.environ.get("COMPACTOR_RECORD")
-    if path:
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(json.dumps([name, len(messages), fixed, target]) + "\n")
+@ollm.tool
+def fetch(page: int) -> str:
+    """Fetch a page."""
+    return BIG
+
+
+def calling(page: int) -> Reply:
+    """A reply that calls ``fetch`` for ``page``."""
+    return Reply(tool_calls=[("fetch", {"page": page})])
 
 
 class KeepLast:
@@ -38,7 +42,12 @@ class KeepLast:
         target: int,
         count: ollm.MessageCounter,
     ) -> list[ollm.Message]:
-        _record("keep-last", messages, fixed_tokens, target)
+        return self.pick(messages, target, count)
+
+    def pick(
+        self, messages: Sequence[ollm.Message], target: int, count: ollm.MessageCounter
+    ) -> list[ollm.Message]:
+        """What ``compact`` returns."""
         first = list(messages[:1])
         units: list[list[ollm.Message]] = []
         for message in messages[1:]:
@@ -52,31 +61,20 @@ class KeepLast:
         return [*first, *kept]
 
 
-class Orphan:
+class Orphan(KeepLast):
     """Leaves out the calls, keeps their results: not a valid history."""
 
-    def compact(
-        self,
-        messages: Sequence[ollm.Message],
-        *,
-        fixed_tokens: int,
-        target: int,
-        count: ollm.MessageCounter,
+    def pick(
+        self, messages: Sequence[ollm.Message], target: int, count: ollm.MessageCounter
     ) -> list[ollm.Message]:
-        _record("orphan", messages, fixed_tokens, target)
         return [m for m in messages if not m.tool_calls]
 
 
-class Broken:
+class Broken(KeepLast):
     """Raises."""
 
-    def compact(
-        self,
-        messages: Sequence[ollm.Message],
-        *,
-        fixed_tokens: int,
-        target: int,
-        count: ollm.MessageCounter,
+    def pick(
+        self, messages: Sequence[ollm.Message], target: int, count: ollm.MessageCounter
     ) -> list[ollm.Message]:
         raise RuntimeError("the compactor broke")
 
