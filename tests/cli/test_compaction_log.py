@@ -132,3 +132,41 @@ def test_a_plugin_compactor_is_chosen_by_name_and_an_unknown_one_listed(
         "error[PLUGIN_ERROR]: Compactor 'keep-lats' is not installed. Available: auto, off, "
         "clear-results, trim, summarize, summarize:MODEL, keep-last, orphan, broken."
     ) in unknown.stderr
+
+
+@pytest.mark.parametrize(
+    ("compactor", "expected"),
+    [
+        ("orphan", "error[INVALID_HISTORY]: The request was not sent: its history is not valid"),
+        (
+            "broken",
+            "error[PLUGIN_ERROR]: Compactor 'broken' failed: RuntimeError: the compactor broke",
+        ),
+    ],
+)
+def test_a_faulty_compactor_ends_the_chat_with_its_code_and_the_log_stays_whole(
+    tmp_path: Path, installed: str, compactor: str, expected: str
+) -> None:
+    db = tmp_path / "logs.db"
+    with FakeOllamaServer() as server:
+        env = {"PYTHONPATH": installed, "OLLAMA_HOST": server.url}
+        common = ["-t", "read_page", "--context-window", "4096", "--max-turns", "20"]
+        script_reading(server, 1, PAGES)
+        failed = ollm(db, "chat", "-m", "llama3.2", *common, "--compact", compactor, "Read.", **env)
+        assert failed.returncode != 0
+        assert expected in failed.stderr
+        assert "Traceback" not in failed.stderr
+        sent = len(server.chat_requests)
+        assert 1 < sent < PAGES + 1  # it ended at the first compaction, before sending
+        for request in server.chat_requests:  # no result without its call: no orphan
+            messages = request.json["messages"]
+            calls = sum(len(m.get("tool_calls") or ()) for m in messages)
+            assert sum(m["role"] == "tool" for m in messages) == calls
+        # The log has every message of it; the next chat goes on with another compactor.
+        [info] = listed(db)
+        assert info["messages"] == 1 + 2 * sent  # the question, each call and its result
+        again = ollm(db, "chat", "-c", *common, "--compact", "auto", "Go on.", **env)
+        assert again.returncode == 0, again.stderr
+        assert "Read pages 1 to 12." in again.stdout
+    [info] = listed(db)
+    assert info["messages"] == 1 + 2 * sent + 1 + 2 * (PAGES - sent) + 1
