@@ -111,10 +111,12 @@ class ViewCompactor:
         target: int,
         count: MessageCounter = count_messages,
     ) -> Sequence[Message]:
-        """What a fresh view of ``messages`` sends, compacted to ``target`` tokens."""
+        """What a fresh view of ``messages`` sends, compacted to ``target`` tokens (as
+        the view counts them: characters / 4, ``count_messages``)."""
         view = ContextView()
         strategy = "trim" if self.strategy.startswith("summarize") else self.strategy
-        view.compact(messages, fixed_tokens * 4, target, strategy)
+        # The view's budget is the whole request's: the fixed part's characters and all.
+        view.compact(messages, fixed_tokens * 4, target + fixed_tokens, strategy)
         return view.messages(messages)
 
 
