@@ -231,6 +231,23 @@ def test_embed_returns_normalized_vectors_in_input_order(client: httpx.Client) -
     assert body["total_duration"] > 0
 
 
+def test_embed_as_plants_a_vector_for_texts_containing_a_fragment(
+    client: httpx.Client, server: FakeOllamaServer
+) -> None:
+    server.embed_as("umbrella", [3.0, 4.0])
+    texts = ["Do I need an umbrella?", "umbrella stand", "Why is the sky blue?"]
+    body = client.post("/api/embed", json={"model": "llama3.2", "input": texts}).json()
+    planted, again, other = body["embeddings"]
+    assert planted[:3] == [0.6, 0.8, 0.0]
+    assert len(planted) == 3072
+    assert not any(planted[2:])
+    assert again == planted
+    assert other[:2] != [0.6, 0.8]
+    server.reset()
+    body = client.post("/api/embed", json={"model": "llama3.2", "input": texts[0]}).json()
+    assert body["embeddings"][0] != planted
+
+
 def test_embed_dimensions_truncate_and_renormalize(client: httpx.Client) -> None:
     body = client.post(
         "/api/embed", json={"model": "llama3.2", "input": "x", "dimensions": 256}

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ollm_testutils._vectors import text_vector
+from ollm_testutils._vectors import normalize, text_vector
 from ollm_testutils.fake_ollama._exchange import Exchange
 from ollm_testutils.fake_ollama._wire import WireError, decode_request, valid_name
 
@@ -52,6 +52,13 @@ def _inputs(value: object) -> list[str]:
     raise WireError(400, "invalid input type")
 
 
+def _vector(server: FakeOllamaServer, text: str, size: int, salt: str) -> list[float]:
+    planted = server.embedding_for(text)
+    if planted is None:
+        return text_vector(text, size, salt=salt)
+    return normalize((planted + [0.0] * size)[:size])
+
+
 def handle_embed(server: FakeOllamaServer, exchange: Exchange) -> None:
     """``POST /api/embed``: L2-normalized vectors in input order."""
     try:
@@ -75,7 +82,7 @@ def handle_embed(server: FakeOllamaServer, exchange: Exchange) -> None:
         exchange.json(EmbedResponse(model=name, embeddings=[]))
         return
     size = embed.dimensions or model.embedding_length
-    vectors = [text_vector(text, size, salt=model.name) for text in texts]
+    vectors = [_vector(server, text, size, model.name) for text in texts]
     tokens = sum(max(1, -(-len(text) // 4)) for text in texts)
     exchange.json(
         EmbedResponse(

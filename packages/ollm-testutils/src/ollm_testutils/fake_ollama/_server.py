@@ -92,6 +92,7 @@ class FakeOllamaServer(FakeServer):
         self._script: deque[OllamaReply] = deque()
         self._function: ReplyFunction | None = None
         self._failures: list[_Failure] = []
+        self._vectors: list[tuple[str, list[float]]] = []
         super().__init__(port=port)
         if models is True:
             self.add_model("llama3.2")
@@ -149,6 +150,23 @@ class FakeOllamaServer(FakeServer):
             self._failures.append(_Failure(status, body, path, times, headers))
         return self
 
+    def embed_as(self, fragment: str, vector: Sequence[float]) -> FakeOllamaServer:
+        """Make ``/api/embed`` answer ``vector`` for every text containing ``fragment``
+        (the first such rule wins; other texts keep their hashed vectors). The vector is
+        padded with zeros to the model's size and L2-normalized, so two texts given the
+        same vector have a cosine similarity of 1."""
+        with self._lock:
+            self._vectors.append((fragment, [float(value) for value in vector]))
+        return self
+
+    def embedding_for(self, text: str) -> list[float] | None:
+        """The vector ``embed_as`` set for ``text`` (unpadded), or ``None``."""
+        with self._lock:
+            for fragment, vector in self._vectors:
+                if fragment in text:
+                    return list(vector)
+        return None
+
     def clear_failures(self) -> None:
         """Stop failing."""
         with self._lock:
@@ -171,6 +189,7 @@ class FakeOllamaServer(FakeServer):
         with self._lock:
             self._script.clear()
             self._failures.clear()
+            self._vectors.clear()
             self.requests.clear()
             self.evaluated.clear()
         self.store.unload_all()
