@@ -53,6 +53,35 @@ def test_tools_max_sends_the_relevant_tools_only(run_ollm, server: FakeOllamaSer
     assert tools == ["current_time"]
 
 
+def _sent_with_tools_embed(run_ollm, server: FakeOllamaServer) -> tuple[list[str], str]:  # type: ignore[no-untyped-def]
+    """The tools the one request carried with --tools-max 1 --tools-embed, and stderr."""
+    server.script(OllamaReply(["ok"]))
+    result = run_ollm(
+        "chat", "-m", "llama3.2", "-t", "calculate", "-t", "current_time", "--tools-max", "1",
+        "--tools-embed", "nomic-embed-text", "What time is it now?",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return [t["function"]["name"] for t in server.chat_requests[0].json["tools"]], result.stderr
+
+
+def test_tools_embed_ranks_by_the_server_embeddings(run_ollm, server: FakeOllamaServer) -> None:  # type: ignore[no-untyped-def]
+    server.add_model("nomic-embed-text", capabilities=["embedding"])
+    # "What time is it" and the calculator mean the same, to this embedding model.
+    server.embed_as("What time", [1.0]).embed_as("calculate", [1.0])
+    tools, _ = _sent_with_tools_embed(run_ollm, server)
+    assert tools == ["calculate"]
+    (embed,) = server.requests_to("/api/embed")
+    assert embed.json["model"] == "nomic-embed-text"
+
+
+def test_tools_embed_without_the_model_warns_and_goes_on(
+    run_ollm, server: FakeOllamaServer
+) -> None:  # type: ignore[no-untyped-def]
+    tools, stderr = _sent_with_tools_embed(run_ollm, server)
+    assert tools == ["current_time"]
+    assert "could not rank the tools by nomic-embed-text embeddings" in stderr
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
 def test_interactive_compact_compacts_the_next_request(interactive) -> None:  # type: ignore[no-untyped-def]
     with interactive("chat", "-p", "echo") as (process, leader):

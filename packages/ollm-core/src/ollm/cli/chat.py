@@ -468,9 +468,10 @@ def _interactive(session: _Session, portal: BlockingPortal) -> int:
 
 
 def _tool_selection(args: argparse.Namespace) -> list[object]:
-    """``--tools-max N``: the ``select-tools`` middleware, innermost."""
-    if args.tools_max is None:
+    """``--tools-max N`` (and ``--tools-embed MODEL``): the ``select-tools`` middleware,
+    innermost."""
+    if args.tools_max is None and args.tools_embed is None:
         return []
     from ollm.middleware.tool_selection import ToolSelection
 
-    return [ToolSelection(args.tools_max)]
+    return [ToolSelection(args.tools_max or 16, embed_model=args.tools_embed or None)]

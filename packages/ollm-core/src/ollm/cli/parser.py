@@ -162,6 +162,14 @@ def build_parser() -> argparse.ArgumentParser:
         "to the conversation (for toolsets with many tools)",
     )
     chat.add_argument(
+        "--tools-embed",
+        default=None,
+        metavar="MODEL",
+        help="with --tools-max (16 if not given): rank the tools by similarity of MODEL's "
+        "embeddings (for example nomic-embed-text) instead of shared words; falls back to "
+        "shared words, with a warning, where the provider cannot embed",
+    )
+    chat.add_argument(
         "--compact",
         type=_compact,
         default="auto",

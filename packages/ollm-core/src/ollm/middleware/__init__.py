@@ -8,7 +8,8 @@ run only when named.
 
 In Python, name them (``ChatClient(middleware=["redact", "audit"])``) or build them with
 settings of your own: ``Redact(patterns=[...])``, ``Audit(path)``,
-``ToolSelection(max_tools=8, always=["search"])`` (``ollm chat --tools-max 8``).
+``ToolSelection(max_tools=8, always=["search"])`` (``ollm chat --tools-max 8``),
+``ToolSelection(8, embed_model="nomic-embed-text")`` (``--tools-embed nomic-embed-text``).
 
 Names load on first use: importing this package costs nothing.
 """

@@ -425,6 +425,7 @@ class ChatRun:
         self.model = model
         if self._middleware_context is not None:
             self._middleware_context.provider = provider.name
+            self._middleware_context.adapter = provider
             self._middleware_context.model = model
         if settings.tool_choice != "none":
             self.tools = await context.tools(settings.tools, self._chat_toolsets)

@@ -27,6 +27,7 @@ import msgspec
 if TYPE_CHECKING:
     from ollm.runtime.client import ChatClient
     from ollm.runtime.conversation import Conversation
+    from ollm.types.provider import ProviderAdapter
 
 __all__ = [
     "MIDDLEWARE_METHODS",
@@ -113,17 +114,20 @@ class MiddlewareContext:
 
     ``client`` is the ``ChatClient``; ``conversation`` the history (``conversation_id``
     its id); ``turn`` the number of the current request (0 before the first);
-    ``provider`` and ``model`` the names in use (empty until known). ``state`` is a
+    ``provider`` and ``model`` the names in use (empty until known), ``adapter`` the
+    provider object itself (``None`` until known: a middleware may call its optional
+    methods, such as ``embed``, checking first that it has them). ``state`` is a
     dict for the middleware's own notes about this chat (key it by your name).
     """
 
-    __slots__ = ("client", "conversation", "model", "provider", "state", "turn")
+    __slots__ = ("adapter", "client", "conversation", "model", "provider", "state", "turn")
 
     def __init__(self, client: ChatClient, conversation: Conversation) -> None:
         self.client = client
         self.conversation = conversation
         self.turn = 0
         self.provider = ""
+        self.adapter: ProviderAdapter | None = None
         self.model = ""
         self.state: dict[str, Any] = {}
 
