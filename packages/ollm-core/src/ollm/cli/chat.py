@@ -126,17 +126,19 @@ def _run(
     traced = with_tracing(
         config.middleware, asked=args.trace, installed=registries.middleware, environ=os.environ
     )
+    tracer: list[object] = []  # the otel middleware built here, outermost
     if traced != config.middleware and not args.trace:
         # Turned on by the OTEL_* variables alone (set for other programs, perhaps): a
-        # tracing set-up that cannot start is a warning, never a chat that fails.
+        # tracing set-up that cannot start is a warning, never a chat that fails. Built
+        # once, here, and handed to the client as it is.
         try:
-            registries.middleware.create(TRACE_MIDDLEWARE)
+            tracer = [registries.middleware.create(TRACE_MIDDLEWARE)]
         except PluginError as exc:
             terminal.warn(
                 f"traces are off: {exc.message} (unset OTEL_EXPORTER_OTLP_ENDPOINT "
                 "and OTEL_TRACES_EXPORTER to silence this)"
             )
-            traced = config.middleware
+        traced = config.middleware
     config = dataclasses.replace(config, middleware=traced)
     for name in config.middleware:
         if name not in registries.middleware:
@@ -187,7 +189,7 @@ def _run(
             think=_THINK[args.think] if args.think else None,
             conversation=conversation,
             toolsets=toolsets,
-            middleware=[*config.middleware, *_tool_selection(args)],
+            middleware=[*tracer, *config.middleware, *_tool_selection(args)],
             middleware_timeout=args.middleware_timeout or 5.0,
             approval=approval,
             approver=approver,
