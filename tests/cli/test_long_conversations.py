@@ -36,6 +36,26 @@ def test_on_truncation_error_ends_context_exceeded(run_ollm, server: FakeOllamaS
     assert "evaluated 4096 tokens of about 9000 sent" in result.stderr
 
 
+@pytest.mark.parametrize("on_truncation", ["notice", "error"])
+def test_a_cold_model_that_cut_the_prompt_is_caught_on_the_first_request(  # type: ignore[no-untyped-def]
+    run_ollm, server: FakeOllamaServer, on_truncation: str
+) -> None:
+    # Not loaded, no window asked for: ollm assumes 4096 and sends 3,000 tokens; the
+    # server loads the model with 2048 (its trained length) and evaluates the end only.
+    server.add_model("tiny", capabilities=["completion"], context_length=2048)
+    server.context_overflow = "truncate"
+    server.script(OllamaReply(["ok"]))
+    result = run_ollm("chat", "-m", "tiny", "--on-truncation", on_truncation, "word " * 2400)
+    assert server.evaluated == [2048]
+    assert "evaluated 2048 tokens of about 3000 sent" in result.stderr
+    if on_truncation == "error":
+        assert result.returncode != 0
+        assert "error[CONTEXT_EXCEEDED]" in result.stderr
+    else:
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "ok"
+
+
 def test_a_bad_context_window_is_refused_in_words(run_ollm) -> None:  # type: ignore[no-untyped-def]
     result = run_ollm("chat", "-m", "llama3.2", "--context-window", "big", "hi")
     assert result.returncode != 0

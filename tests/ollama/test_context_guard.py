@@ -101,6 +101,54 @@ async def test_a_prompt_that_fits_gives_no_notice(server: FakeOllamaServer) -> N
     assert events[-1] == ollm.FinishEvent("stop", events[-1].usage)  # type: ignore[union-attr]
 
 
+async def _cold_chat(server: FakeOllamaServer, **settings: object) -> list[ollm.ChatEvent]:
+    """A first request to a model not loaded yet, with no window asked for: ollm knows no
+    window when it builds the request (it assumes 4096), and the server loads the model
+    with a window of 2048 (its trained length caps the default 4096)."""
+    server.add_model("tiny", capabilities=["completion"], context_length=2048)
+    server.context_overflow = "truncate"
+    async with OllamaProvider(server.url, environ={}) as provider:
+        client = ollm.ChatClient(ollm.Registries(), provider=provider, model="tiny", **settings)  # type: ignore[arg-type]
+        prompt = "word " * 2400  # 3,000 tokens: under the 4096 assumed, over the 2048 used
+        events = [e async for e in client.chat(prompt)]
+        assert client.conversation[0].text == prompt
+    assert server.evaluated == [2048]
+    return events
+
+
+async def test_a_cold_model_that_cut_the_prompt_gives_the_notice_on_the_first_request(
+    server: FakeOllamaServer,
+) -> None:
+    events = await _cold_chat(server)
+    notices = [e for e in events if isinstance(e, ollm.NoticeEvent) and e.kind != "loading_model"]
+    assert [n.kind for n in notices] == ["context_truncated"]
+    assert "evaluated 2048 tokens of about 3000 sent, in a window of 2048" in notices[0].message
+    assert events[-1] == ollm.FinishEvent("stop", events[-1].usage)  # type: ignore[union-attr]
+
+
+async def test_a_cold_model_that_cut_the_prompt_ends_context_exceeded_on_error(
+    server: FakeOllamaServer,
+) -> None:
+    events = await _cold_chat(server, on_truncation="error")
+    errors = [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert [e.code for e in errors] == ["CONTEXT_EXCEEDED"]
+    assert "evaluated 2048 tokens of about 3000 sent" in errors[0].message
+    assert isinstance(events[-1], ollm.FinishEvent)
+    assert events[-1].reason == "error"
+
+
+async def test_a_cold_model_whose_prompt_fits_gives_no_notice(server: FakeOllamaServer) -> None:
+    server.add_model("tiny", capabilities=["completion"], context_length=2048)
+    server.context_overflow = "truncate"
+    async with OllamaProvider(server.url, environ={}) as provider:
+        client = ollm.ChatClient(ollm.Registries(), provider=provider, model="tiny")
+        events = [e async for e in client.chat("word " * 1000)]
+    assert not any(
+        isinstance(e, ollm.NoticeEvent) and e.kind == "context_truncated" for e in events
+    )
+    assert server.evaluated == [1260]  # the fake counts 10 tokens more a message
+
+
 def test_on_truncation_takes_notice_or_error() -> None:
     with pytest.raises(ValueError, match='"notice" or "error"'):
         ollm.ChatClient(ollm.Registries(), on_truncation="stop")

@@ -99,6 +99,8 @@ async def stream_chat(
                     or (message is not None and (message.thinking or message.tool_calls))
                 ):
                     # The rarer chunks: thinking, tool calls, the end, an error.
+                    if chunk.done and guard.undecided(chunk.prompt_eval_count):
+                        guard = await provider._learn_window(guard, stream.abort)
                     for event in _events(provider, request, chunk, guard):
                         if type(event) is FinishEvent:
                             stream.done()

@@ -10,7 +10,9 @@ the server used: when ollm sent more than that window and the server evaluated l
 than ollm sent, the reply comes with a ``context_truncated`` notice that gives the
 numbers (the runtime ends the chat ``CONTEXT_EXCEEDED`` instead with
 ``on_truncation="error"``), and the server's count is not used to estimate the next
-request.
+request. When the window was unknown as the request was built (the first request to a
+model not loaded yet, no ``num_ctx`` asked for) and the server evaluated less than ollm
+sent, the window the reply loaded the model with (``/api/ps``) decides.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ class TruncationGuard:
         if window is not None and self.trained is not None:
             return min(window, self.trained)
         return window
+
+    def undecided(self, evaluated: int | None) -> bool:
+        """Whether the server evaluated less than ollm sent while the window it used is
+        unknown (a model not loaded when the request was built): only the window the
+        server has loaded it with now can tell a cut prompt from a count that differs."""
+        return evaluated is not None and self.window is None and evaluated < self.estimated
 
     def cut(self, evaluated: int | None) -> bool:
         """Whether the server evaluated a prompt it had cut to fit its window."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import logging
 import os
@@ -220,6 +221,24 @@ class OllamaProvider(HTTPProvider):
             running = self._running[1].get(_models.canonical_name(model))
             loaded = running.context_window if running is not None else None
         return TruncationGuard(model, self._anchors.count(request), asked, trained, loaded)
+
+    async def _learn_window(self, guard: TruncationGuard, abort: AbortSignal) -> TruncationGuard:
+        """``guard`` with the window the server loaded the model with for this reply
+        (``/api/ps``, asked once the reply is done), when it was unknown before; as it
+        was when the server cannot say (never raises)."""
+        self._running = None  # the reply loaded the model: the list changed
+        running = None  # (also when the chat is aborted meanwhile)
+        try:
+            with abort.guard():
+                running = await self._loaded(guard.model)
+        except Exception:
+            log.debug("the window %r is loaded with is unknown", guard.model, exc_info=True)
+            return guard
+        if running is None or running.context_window is None:
+            return guard
+        show = self._shows.get(guard.model)
+        trained = _models.trained_context_length(show) if show is not None else None
+        return dataclasses.replace(guard, trained=trained, loaded=running.context_window)
 
     def _streaming(self, model: str) -> None:
         """The server began a reply: the model is in memory now (no loading notice)."""
