@@ -21,7 +21,13 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ollm.cli import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from ollm.cli.chatlog import ChatLog
-from ollm.cli.config import TRACE_MIDDLEWARE, CliConfig, load_registries, with_tracing
+from ollm.cli.config import (
+    TRACE_MIDDLEWARE,
+    CliConfig,
+    load_registries,
+    strategy_names,
+    with_tracing,
+)
 from ollm.cli.driving import drive
 from ollm.cli.render import EventRenderer
 from ollm.cli.schema import schema_of
@@ -33,6 +39,7 @@ from ollm.errors import (
     PluginError,
 )
 from ollm.registries import Registries
+from ollm.registries.strategies import INSTALL_HINTS
 from ollm.runtime.client import ChatClient, ChatStream
 from ollm.runtime.conversation import Conversation
 from ollm.types.events import (
@@ -123,6 +130,8 @@ def _run(
 ) -> int:
     """The chat; ``asking`` is the terminal's input where a person can answer questions."""
     registries = load_registries()
+    if not _known_strategy(args, config, registries, terminal):
+        return EXIT_USAGE
     traced = with_tracing(
         config.middleware, asked=args.trace, installed=registries.middleware, environ=os.environ
     )
@@ -184,7 +193,7 @@ def _run(
             ),
             max_turns=args.max_turns or 10,
             context_window=args.context_window,
-            tool_strategy="react" if args.react else "auto",
+            tool_strategy=config.tool_strategy,
             recover_text_tool_calls=not args.no_recover,
             think=_THINK[args.think] if args.think else None,
             conversation=conversation,
@@ -225,6 +234,26 @@ def _run(
                 portal.call(client.aclose)
     finally:
         log.close()
+
+
+def _known_strategy(
+    args: argparse.Namespace, config: CliConfig, registries: Registries, terminal: Terminal
+) -> bool:
+    """Whether the tool strategy asked for is one there is; if not, say which there are
+    (refused even when no tool is offered: the name is wrong either way)."""
+    name = config.tool_strategy
+    known = strategy_names(registries)
+    if name in known:
+        return True
+    given = args.tool_strategy or args.react
+    asked = f"--tool-strategy {name}" if given else f"OLLM_TOOL_STRATEGY={name}"
+    hint = INSTALL_HINTS.get(name)
+    install = f" Install it with: {hint}." if hint else ""
+    terminal.error(
+        f"{asked}: no tool strategy is named {name!r}.{install} Known: {', '.join(known)} "
+        "(`ollm plugins` shows the plugins they come from)."
+    )
+    return False
 
 
 def _approval(

@@ -11,7 +11,7 @@ from ollm.errors import InvalidRequestError
 from ollm.plugins import PluginSettings, discover
 from ollm.registries import Registries
 
-__all__ = ["TRACE_MIDDLEWARE", "CliConfig", "load_registries", "with_tracing"]
+__all__ = ["TRACE_MIDDLEWARE", "CliConfig", "load_registries", "strategy_names", "with_tracing"]
 
 BACKENDS = ("asyncio", "trio")
 # The middleware of ollm-otel, which --trace and the OpenTelemetry variables turn on.
@@ -27,11 +27,13 @@ class CliConfig:
     backend: str
     debug: bool
     middleware: tuple[str, ...] = ()
+    tool_strategy: str = "auto"
 
     @classmethod
     def from_args(cls, args: Any, environ: Mapping[str, str] | None = None) -> CliConfig:
-        """Flags win over ``OLLM_PROVIDER``, ``OLLM_MODEL``, ``OLLM_BACKEND`` and
-        ``OLLM_MIDDLEWARE`` (names separated by commas)."""
+        """Flags win over ``OLLM_PROVIDER``, ``OLLM_MODEL``, ``OLLM_BACKEND``,
+        ``OLLM_MIDDLEWARE`` (names separated by commas) and ``OLLM_TOOL_STRATEGY``
+        (``--react`` is ``--tool-strategy react``)."""
         env = os.environ if environ is None else environ
         backend = getattr(args, "backend", None) or env.get("OLLM_BACKEND") or "asyncio"
         if backend not in BACKENDS:
@@ -45,6 +47,10 @@ class CliConfig:
             debug=bool(getattr(args, "debug", False)),
             middleware=tuple(getattr(args, "middleware", None) or ())
             or tuple(n.strip() for n in env.get("OLLM_MIDDLEWARE", "").split(",") if n.strip()),
+            tool_strategy=(getattr(args, "tool_strategy", None) or "").strip()
+            or ("react" if getattr(args, "react", False) else None)
+            or env.get("OLLM_TOOL_STRATEGY", "").strip()
+            or "auto",
         )
 
 
@@ -76,3 +82,9 @@ def load_registries(*, strict: bool | None = None) -> Registries:
             allow=settings.allow, block=settings.block, autoload=settings.autoload, strict=strict
         )
     return discover(settings=settings)
+
+
+def strategy_names(registries: Registries) -> list[str]:
+    """The names ``--tool-strategy`` takes: the runtime's own (``auto``, ``native``), then
+    the installed plugins' strategies."""
+    return list(dict.fromkeys(["auto", "native", *registries.strategies.list()]))

@@ -8,7 +8,7 @@ import os
 import msgspec
 
 from ollm.cli import EXIT_ERROR, EXIT_OK
-from ollm.cli.config import CliConfig, load_registries
+from ollm.cli.config import CliConfig, load_registries, strategy_names
 from ollm.cli.terminal import Terminal
 from ollm.cli.toolsets import ToolsetListing, load_toolsets
 from ollm.errors import ErrorCode, OllmError
@@ -51,8 +51,11 @@ def run_plugins(args: argparse.Namespace, terminal: Terminal) -> int:
             line += "  (autoload is off: OLLM_DISABLE_PLUGIN_AUTOLOAD)"
         terminal.write(line + "\n")
     default = registries.providers.default_name
+    terminal.write("\n")
     if default:
-        terminal.write(f"\nDefault provider: {default}\n")
+        terminal.write(f"Default provider: {default}\n")
+    strategies = ", ".join(strategy_names(registries))
+    terminal.write(f"Tool strategies (ollm chat --tool-strategy NAME): {strategies}\n")
     return _strict_exit(records, terminal)
 
 

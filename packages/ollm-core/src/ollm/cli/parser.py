@@ -25,6 +25,7 @@ environment:
   OLLAMA_HOST                   where Ollama listens (default http://127.0.0.1:11434)
   OLLM_MCP_CONFIG               an mcpServers file used when --mcp is not given
   OLLM_MIDDLEWARE               middleware for every chat (a,b), when --middleware is not given
+  OLLM_TOOL_STRATEGY            how models call tools, when --tool-strategy is not given
   OTEL_EXPORTER_OTLP_ENDPOINT   where --trace sends traces (setting it turns tracing on)
   OLLM_POLICY                   the approval policy file (default ~/.config/ollm/policy.toml)
   OLLM_LOGS_PATH, OLLM_LOGS=off where conversations are logged (`ollm logs path`), or not
@@ -212,7 +213,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="with --schema: corrections an answer that does not match gets (default 2)",
     )
-    chat.add_argument("--react", action="store_true", help="call tools through ReAct")
+    strategy = chat.add_mutually_exclusive_group()
+    strategy.add_argument(
+        "--tool-strategy",
+        metavar="NAME",
+        default=None,
+        help="how the model calls tools: auto (native when the model can, else ReAct; the "
+        "default), native, or an installed strategy such as react or react-example "
+        "(`ollm plugins` lists them; default: $OLLM_TOOL_STRATEGY)",
+    )
+    strategy.add_argument(
+        "--react", action="store_true", help="call tools through ReAct (--tool-strategy react)"
+    )
     chat.add_argument(
         "-c",
         "--continue",
