@@ -99,11 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     _toolset_options(chat)
     chat.add_argument(
         "--middleware",
-        action="append",
+        action="extend",
+        type=_comma_list,
         default=[],
         metavar="NAME",
-        help="run an installed middleware around requests and tool calls (repeat for more, "
-        "the first outermost; `ollm plugins` lists them; default: $OLLM_MIDDLEWARE=a,b)",
+        help="run an installed middleware around requests and tool calls (a,b or repeat "
+        "the flag for more, the first outermost; `ollm plugins` lists them; default: "
+        "$OLLM_MIDDLEWARE=a,b)",
     )
     chat.add_argument(
         "--middleware-timeout",
@@ -136,10 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         approval.add_argument(
             f"--{verb}",
-            action="append",
+            action="extend",
+            type=_comma_list,
             default=[],
             metavar="GLOB",
-            help=f"{what} (a name or a glob such as 'fs_*'; repeat for more)",
+            help=f"{what} (a name or a glob such as 'fs_*'; a,b or repeat the flag for more)",
         )
     chat.add_argument("--max-turns", type=_positive_int, default=None, help="requests per chat")
     chat.add_argument(
@@ -347,6 +350,33 @@ def _toolset_options(command: argparse.ArgumentParser) -> None:
         help="the toolsets a plugin builds from CONFIG (--mcp FILE is --toolset mcp=FILE); "
         "else $OLLM_<KIND>_CONFIG",
     )
+
+
+def _comma_list(text: str) -> list[str]:
+    """``a,b``: the names (or globs) of one flag, as ``$OLLM_MIDDLEWARE`` takes them.
+
+    A comma inside ``[...]`` or ``{...}`` is refused, not split: a glob has no ``{a,b}``
+    alternatives, and cutting ``fs_{write,delete}`` in two would leave two globs that
+    match nothing, a ``--deny`` that denies nothing.
+    """
+    depth = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+        elif char in "]}" and depth:
+            depth -= 1
+        elif char == "," and depth:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} has a comma inside [...] or {{...}}: globs have no {{a,b}} "
+                "alternatives, and a comma here separates names. Repeat the flag, one "
+                "name or glob each time"
+            )
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has an empty name: give names separated by commas (a,b), or repeat the flag"
+        )
+    return names
 
 
 def _temperature(text: str) -> float:
