@@ -137,6 +137,18 @@ async def test_a_cold_model_that_cut_the_prompt_ends_context_exceeded_on_error(
     assert events[-1].reason == "error"
 
 
+async def test_a_prompt_past_the_trained_length_is_caught_when_the_server_cannot_say(
+    server: FakeOllamaServer,
+) -> None:
+    server.fail(500, "no", path="/api/ps")  # which window was loaded is never known
+    events = await _cold_chat(server)
+    notices = [e for e in events if isinstance(e, ollm.NoticeEvent) and e.kind != "loading_model"]
+    assert [n.kind for n in notices] == ["context_truncated"]
+    message = notices[0].message
+    assert "evaluated 2048 tokens of about 3000 sent, in a window of 2048" in message
+    assert "tiny's trained length, the longest window Ollama gives it" in message
+
+
 async def test_a_cold_model_whose_prompt_fits_gives_no_notice(server: FakeOllamaServer) -> None:
     server.add_model("tiny", capabilities=["completion"], context_length=2048)
     server.context_overflow = "truncate"

@@ -12,7 +12,9 @@ numbers (the runtime ends the chat ``CONTEXT_EXCEEDED`` instead with
 ``on_truncation="error"``), and the server's count is not used to estimate the next
 request. When the window was unknown as the request was built (the first request to a
 model not loaded yet, no ``num_ctx`` asked for) and the server evaluated less than ollm
-sent, the window the reply loaded the model with (``/api/ps``) decides.
+sent, the window the reply loaded the model with (``/api/ps``) decides; where the server
+cannot say (the model already unloaded, ``/api/ps`` failing), the trained length, which
+no window passes.
 """
 
 from __future__ import annotations
@@ -42,11 +44,12 @@ class TruncationGuard:
 
     @property
     def window(self) -> int | None:
-        """The window the server evaluates the prompt in, when known."""
+        """The window the server evaluates the prompt in, when known; else the trained
+        length alone, when known (no window is longer: a prompt past it was cut)."""
         window = self.asked if self.asked is not None else self.loaded
         if window is not None and self.trained is not None:
             return min(window, self.trained)
-        return window
+        return window if window is not None else self.trained
 
     def undecided(self, evaluated: int | None) -> bool:
         """Whether the server evaluated less than ollm sent while the window it used is
@@ -74,8 +77,10 @@ class TruncationGuard:
             )
         elif self.asked is not None:
             why = f"num_ctx was {self.asked}"
-        else:
+        elif self.loaded is not None:
             why = "the window the model is loaded with"
+        else:
+            why = f"{self.model}'s trained length, the longest window Ollama gives it"
         return NoticeEvent(
             f"Ollama cut the prompt: it evaluated {evaluated} tokens of about "
             f"{self.estimated} sent, in a window of {window} tokens ({why}). The start of "

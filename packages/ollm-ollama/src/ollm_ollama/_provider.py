@@ -224,8 +224,9 @@ class OllamaProvider(HTTPProvider):
 
     async def _learn_window(self, guard: TruncationGuard, abort: AbortSignal) -> TruncationGuard:
         """``guard`` with the window the server loaded the model with for this reply
-        (``/api/ps``, asked once the reply is done), when it was unknown before; as it
-        was when the server cannot say (never raises)."""
+        (``/api/ps``, asked once the reply is done), when it was unknown before, and the
+        model's trained length (known already: the loading notice's look), the bound of
+        any window when the server cannot say (never raises)."""
         self._running = None  # the reply loaded the model: the list changed
         running = None  # (also when the chat is aborted meanwhile)
         try:
@@ -233,12 +234,10 @@ class OllamaProvider(HTTPProvider):
                 running = await self._loaded(guard.model)
         except Exception:
             log.debug("the window %r is loaded with is unknown", guard.model, exc_info=True)
-            return guard
-        if running is None or running.context_window is None:
-            return guard
         show = self._shows.get(guard.model)
         trained = _models.trained_context_length(show) if show is not None else None
-        return dataclasses.replace(guard, trained=trained, loaded=running.context_window)
+        loaded = running.context_window if running is not None else None
+        return dataclasses.replace(guard, trained=trained, loaded=loaded)
 
     def _streaming(self, model: str) -> None:
         """The server began a reply: the model is in memory now (no loading notice)."""
