@@ -39,6 +39,13 @@ async def _chat(server: FakeOllamaServer, **settings: object) -> list[ollm.ChatE
         return events
 
 
+def _truncation_notice(events: list[ollm.ChatEvent]) -> str:
+    """The message of the one notice besides the loading one: it must be context_truncated."""
+    notices = [e for e in events if isinstance(e, ollm.NoticeEvent) and e.kind != "loading_model"]
+    assert [n.kind for n in notices] == ["context_truncated"]
+    return notices[0].message
+
+
 async def test_every_chat_request_says_truncate_false(server: FakeOllamaServer) -> None:
     async with OllamaProvider(server.url, environ={}) as provider:
         client = ollm.ChatClient(ollm.Registries(), provider=provider, model="small")
@@ -52,9 +59,7 @@ async def test_a_silently_cut_prompt_gives_a_notice_with_the_numbers(
 ) -> None:
     server.context_overflow = "truncate"
     events = await _chat(server)
-    notices = [e for e in events if isinstance(e, ollm.NoticeEvent) and e.kind != "loading_model"]
-    assert [n.kind for n in notices] == ["context_truncated"]
-    message = notices[0].message
+    message = _truncation_notice(events)
     assert "evaluated 4096 tokens of about 9000 sent" in message
     assert "window of 4096 tokens" in message
     assert "trained for 4096 tokens" in message
@@ -120,9 +125,8 @@ async def test_a_cold_model_that_cut_the_prompt_gives_the_notice_on_the_first_re
     server: FakeOllamaServer,
 ) -> None:
     events = await _cold_chat(server)
-    notices = [e for e in events if isinstance(e, ollm.NoticeEvent) and e.kind != "loading_model"]
-    assert [n.kind for n in notices] == ["context_truncated"]
-    assert "evaluated 2048 tokens of about 3000 sent, in a window of 2048" in notices[0].message
+    message = _truncation_notice(events)
+    assert "evaluated 2048 tokens of about 3000 sent, in a window of 2048" in message
     assert events[-1] == ollm.FinishEvent("stop", events[-1].usage)  # type: ignore[union-attr]
 
 
@@ -142,9 +146,7 @@ async def test_a_prompt_past_the_trained_length_is_caught_when_the_server_cannot
 ) -> None:
     server.fail(500, "no", path="/api/ps")  # which window was loaded is never known
     events = await _cold_chat(server)
-    notices = [e for e in events if isinstance(e, ollm.NoticeEvent) and e.kind != "loading_model"]
-    assert [n.kind for n in notices] == ["context_truncated"]
-    message = notices[0].message
+    message = _truncation_notice(events)
     assert "evaluated 2048 tokens of about 3000 sent, in a window of 2048" in message
     assert "tiny's trained length, the longest window Ollama gives it" in message
 
