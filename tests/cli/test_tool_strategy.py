@@ -86,3 +86,15 @@ def test_ollm_plugins_lists_the_tool_strategies(run_ollm) -> None:  # type: igno
     result = run_ollm("plugins")
     assert result.returncode == 0, result.stderr
     assert f"Tool strategies (ollm chat --tool-strategy NAME): {KNOWN}\n" in result.stdout
+
+
+def test_react_without_ollm_react_names_the_package(run_ollm, server: FakeOllamaServer) -> None:  # type: ignore[no-untyped-def]
+    result = run_ollm(
+        "chat", "-m", "llama3.2", "-t", "calculate", "--react", "hi", OLLM_BLOCK_PLUGINS="react"
+    )
+    assert result.returncode == 2
+    assert "no tool strategy is named 'react'. Install it with: pip install ollm-react." in (
+        result.stderr
+    )
+    assert "Known: auto, native " in result.stderr
+    assert server.chat_requests == []
