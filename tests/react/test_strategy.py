@@ -138,7 +138,8 @@ def test_too_many_malformed_replies_word_for_word(schemas: tuple[ollm.ToolSchema
         error=ollm.ErrorEvent(
             "The model's last 1 replies were not in the ReAct format (the last one: the "
             "Action had no Action Input line after it). Try a larger model, the "
-            "'react-example' tool strategy (instructions with a worked example), or chat "
+            "'react-example' tool strategy (instructions with a worked example: "
+            "tool_strategy=, or ollm chat --tool-strategy react-example), or chat "
             "without tools.",
             "FORMAT_ERROR",
         ),

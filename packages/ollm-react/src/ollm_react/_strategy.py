@@ -305,7 +305,8 @@ class ReActStrategy:
         return ErrorEvent(
             f"The model's last {self._format_errors} replies were not in the ReAct format "
             f"(the last one: {problem.detail}). Try a larger model, the 'react-example' "
-            "tool strategy (instructions with a worked example), or chat without tools.",
+            "tool strategy (instructions with a worked example: tool_strategy=, or "
+            "ollm chat --tool-strategy react-example), or chat without tools.",
             ErrorCode.FORMAT_ERROR,
         )
 
