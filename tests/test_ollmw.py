@@ -94,3 +94,73 @@ def test_llama_cpp_python_is_built_first_with_portable_cmake_options() -> None:
     assert [r.split(">")[0] for r in compiled] == ["llama-cpp-python"]
     env = module.compile_env(compiled)
     assert "-DGGML_NATIVE=OFF" in env["CMAKE_ARGS"]
+
+
+@pytest.fixture
+def nothing_listens() -> str:
+    """An OLLAMA_HOST where nobody listens (the connection is refused)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_a_chat_with_nothing_chosen_and_no_ollama_installs_the_builtin_model(
+    nothing_listens: str,
+) -> None:
+    wanted = ollmw().packages_for(
+        ["chat", "Why is the sky blue?"], {"OLLAMA_HOST": nothing_listens}
+    )
+    assert "ollm-llamacpp[default-model]" in wanted
+
+
+@pytest.mark.parametrize(
+    ("args", "environ"),
+    [
+        (["chat", "-p", "echo", "hi"], {}),
+        (["chat", "--provider=openai", "hi"], {}),
+        (["chat", "-m", "llama3.2", "hi"], {}),
+        (["chat", "--model", "llama3.2", "hi"], {}),
+        (["chat", "-mllama3.2", "hi"], {}),
+        (["chat", "hi"], {"OLLM_PROVIDER": "echo"}),
+        (["chat", "hi"], {"OLLM_MODEL": "llama3.2"}),
+        (["chat", "-c", "and then?"], {}),
+        (["models", "list"], {}),
+    ],
+)
+def test_a_chosen_provider_or_model_never_brings_the_builtin_model(
+    nothing_listens: str, args: list[str], environ: dict[str, str]
+) -> None:
+    wanted = ollmw().packages_for(args, {"OLLAMA_HOST": nothing_listens, **environ})
+    assert "ollm-llamacpp[default-model]" not in wanted
+
+
+def test_ollama_answering_means_no_builtin_model() -> None:
+    import socket
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        host = f"http://127.0.0.1:{listening.getsockname()[1]}"
+        wanted = ollmw().packages_for(["chat", "hi"], {"OLLAMA_HOST": host})
+    assert "ollm-llamacpp[default-model]" not in wanted
+
+
+def test_a_setup_that_did_not_finish_is_said_and_started_over(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = ollmw()
+    module.VENV = tmp_path
+    module.begin_setup(["test"], ["ollm-llamacpp[default-model]"])
+    assert capsys.readouterr().err == ""  # the first: nothing to say
+    # Interrupted there (the stamp never written): the next run says so, and starts over.
+    module.begin_setup([], ["ollm-llamacpp[default-model]"])
+    err = capsys.readouterr().err
+    assert err == (
+        "ollmw: the last set-up (test, ollm-llamacpp[default-model]) did not finish "
+        "(interrupted, or a step failed): starting it over\n"
+    )
+    module.SETTING_UP().unlink()
+    module.begin_setup([], ["ollm-core"])
+    assert capsys.readouterr().err == ""

@@ -103,7 +103,9 @@ def test_connection_refused_says_to_start_ollama(closed_port: int) -> None:
 
 
 def test_no_model_lists_the_models_there_are(run_ollm) -> None:  # type: ignore[no-untyped-def]
-    result = run_ollm("chat", "hi")
+    # -p ollama: with no provider chosen, the only model would answer (see
+    # test_which_provider_answers.py).
+    result = run_ollm("chat", "-p", "ollama", "hi")
     assert result.returncode == 1
     assert "no model chosen" in result.stderr
     assert "llama3.2" in result.stderr

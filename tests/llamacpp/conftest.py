@@ -27,3 +27,13 @@ async def provider(models_dir: Path) -> AsyncIterator[LlamaCppProvider]:
     """A provider on the models folder (two threads: the machine's cores are shared)."""
     async with LlamaCppProvider(models_dir=models_dir, threads=2, max_context=2048) as made:
         yield made
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nobody listens on (connections are refused): no Ollama there."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -41,7 +41,7 @@ def test_ollm_chat_answers_with_the_model_in_the_process(models_dir: Path, backe
     chat = ["--backend", backend, "chat", "-p", "llamacpp", "-m", MODEL, "--temperature", "0"]
     result = run_ollm(models_dir, *chat, "What is 2+2?")
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "2+2 = 4\n"
+    assert result.stdout == "2+2 is 4.\n"  # (the built-in model, after its preamble)
     assert "Loading gemma-3-270m" in result.stderr
     assert "no chat template" in result.stderr
 
@@ -115,6 +115,8 @@ async def test_abort_stops_the_generation_between_two_tokens(provider: LlamaCppP
     abort = ollm.AbortSignal()
     request = ollm.ProviderRequest(
         model=MODEL,
+        # (A system prompt of its own: the built-in model's preamble asks for brevity.)
+        system_prompt="The numbers, one after the other.",
         messages=(ollm.Message.user("Count from 1 to 300: 1, 2, 3,"),),
         options=ollm.GenerationOptions(temperature=0.0, max_tokens=200),
         abort=abort,
@@ -172,6 +174,8 @@ async def test_a_stream_closed_early_frees_the_model_for_the_next(
     # llama.cpp context crash the process).
     request = ollm.ProviderRequest(
         model=MODEL,
+        # (A system prompt of its own: the built-in model's preamble asks for brevity.)
+        system_prompt="The numbers, one after the other.",
         messages=(ollm.Message.user("Count from 1 to 300: 1, 2, 3,"),),
         options=ollm.GenerationOptions(temperature=0.0, max_tokens=200),
     )

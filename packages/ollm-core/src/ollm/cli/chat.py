@@ -181,6 +181,16 @@ def _run(
                 model=args.model or (info.model if same else None) or config.model,
             )
             system = system or info.system
+        if config.provider is None:
+            # No -p, no OLLM_PROVIDER, nothing to go on with: Ollama, else the built-in model.
+            from ollm.cli.choice import PullInterrupted, choose_provider
+
+            try:
+                config = choose_provider(
+                    config, registries, terminal, asking=asking, recent=log.recent_models
+                )
+            except PullInterrupted:
+                return EXIT_INTERRUPTED
         approval, approver, questions = _approval(args, toolsets, terminal, asking)
         client = ChatClient(
             registries,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ollm.cli.terminal import Terminal
+from ollm.errors import OllmError
 from ollm.runtime.conversation import Conversation
 from ollm.types.events import (
     CompactionEvent,
@@ -103,6 +104,17 @@ class ChatLog:
         self.cid = info.id
         self.saved = self.base = len(conversation.messages)
         return conversation, info
+
+    def recent_models(self, provider: str) -> list[str]:
+        """The models the log's latest conversations used with ``provider``, latest first
+        (none when nothing is logged or the log cannot be read)."""
+        if self.store is None:
+            return []
+        try:
+            infos = self.store.list(limit=50)
+        except OllmError:
+            return []
+        return list(dict.fromkeys(i.model for i in infos if i.provider == provider and i.model))
 
     def new_conversation(self) -> None:
         """After ``/clear``: the next answer starts a new logged conversation."""

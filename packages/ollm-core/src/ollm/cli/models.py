@@ -9,12 +9,10 @@ from typing import Any, TypeVar
 
 import anyio
 import msgspec
-from anyio.from_thread import start_blocking_portal
 
 from ollm.cli import EXIT_INTERRUPTED, EXIT_OK
 from ollm.cli.config import CliConfig, load_registries
-from ollm.cli.driving import drive
-from ollm.cli.progress import PullDisplay
+from ollm.cli.progress import show_pull
 from ollm.cli.terminal import Terminal
 from ollm.errors import CapabilityError
 from ollm.types.models import ModelInfo, RunningModel
@@ -83,23 +81,9 @@ def _call(config: CliConfig, provider: Any, fn: Callable[[], Awaitable[T]]) -> T
 
 
 def _pull(provider: ModelManagement, name: str, config: CliConfig, terminal: Terminal) -> int:
-    display = PullDisplay(terminal, name)
-
-    def interrupted() -> None:
-        raise KeyboardInterrupt  # one Ctrl-C ends a pull: its HTTP stream is closed
-
-    with start_blocking_portal(config.backend) as portal:
-        try:
-            drive(portal, provider.stream_pull(name), display.update, interrupted)
-        except KeyboardInterrupt:
-            display.close()
-            terminal.info(f"Pull of {name} stopped; run the same command to resume.", "dim")
-            return EXIT_INTERRUPTED
-        finally:
-            display.close()
-            aclose = getattr(provider, "aclose", None)
-            if aclose is not None:
-                portal.call(aclose)
+    if not show_pull(provider, name, config.backend, terminal):
+        terminal.info(f"Pull of {name} stopped; run the same command to resume.", "dim")
+        return EXIT_INTERRUPTED
     terminal.info(f"Pulled {name}.", "green")
     return EXIT_OK
 

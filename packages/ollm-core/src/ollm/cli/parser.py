@@ -84,7 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="the message (not empty); '-' reads standard input",
     )
     chat.add_argument("-m", "--model", help="the model (default: $OLLM_MODEL)")
-    chat.add_argument("-p", "--provider", help="the provider (default: $OLLM_PROVIDER or ollama)")
+    chat.add_argument(
+        "-p",
+        "--provider",
+        help=(
+            "the provider (default: $OLLM_PROVIDER, else Ollama when it answers, "
+            "else the built-in model)"
+        ),
+    )
     chat.add_argument("-s", "--system", help="a system prompt")
     chat.add_argument(
         "-t",

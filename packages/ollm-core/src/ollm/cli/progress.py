@@ -7,8 +7,9 @@ from typing import Any
 
 from ollm.cli.terminal import Terminal
 from ollm.types.models import PullProgress
+from ollm.types.provider import ModelManagement
 
-__all__ = ["PullDisplay"]
+__all__ = ["PullDisplay", "show_pull"]
 
 
 class PullDisplay:
@@ -68,6 +69,31 @@ class PullDisplay:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
+
+
+def show_pull(provider: ModelManagement, name: str, backend: str, terminal: Terminal) -> bool:
+    """Pull ``name`` with its progress drawn; ``False`` when Ctrl-C stopped it (one Ctrl-C
+    ends a pull: its stream is closed), ``True`` when it is done."""
+    from anyio.from_thread import start_blocking_portal
+
+    from ollm.cli.driving import drive
+
+    display = PullDisplay(terminal, name)
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with start_blocking_portal(backend) as portal:
+        try:
+            drive(portal, provider.stream_pull(name), display.update, interrupted)
+        except KeyboardInterrupt:
+            return False
+        finally:
+            display.close()
+            aclose = getattr(provider, "aclose", None)
+            if aclose is not None:
+                portal.call(aclose)
+    return True
 
 
 # A terminal that reports no size (0 columns or 0 rows: some containers, editors' shells
