@@ -61,6 +61,8 @@ def message_to_openai(message: Message) -> list[dict[str, Any]]:
     role = message.role
     images = [part for part in message.parts if isinstance(part, ImagePart)]
     if role == "assistant":
+        # "content" stays a string, "" beside calls: OpenAI takes "" or null, and
+        # llama-cpp-python's server refuses null (HTTP 500).
         wire: dict[str, Any] = {"role": "assistant", "content": _text_of(message)}
         if message.tool_calls:
             wire["tool_calls"] = [
@@ -74,8 +76,6 @@ def message_to_openai(message: Message) -> list[dict[str, Any]]:
                 }
                 for call in message.tool_calls
             ]
-            if not wire["content"]:
-                wire["content"] = None
         return [wire]
     if role == "tool":
         if message.tool_call_id is None:

@@ -1,0 +1,59 @@
+"""What a real OpenAI-compatible server (llama-cpp-python's) showed that fakes had not
+(issue 41), each replayed by a switch of the fake server: typed output on a server
+without ``json_schema``, one-line errors, the tool round trip's ``content`` and
+``tool_choice``, option names per engine, usage the server never sends."""
+
+from __future__ import annotations
+
+import pytest
+
+import ollm
+from ollm_openai import OpenAIProvider
+from ollm_testutils import FakeOpenAIServer, OpenAIReply
+
+from .conftest import chat_events, client_for, error_of, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+@ollm.tool
+def ping() -> str:
+    """Answer pong."""
+    return "pong"
+
+
+# -- the tool round trip (item 5) -------------------------------------------------------
+
+
+async def test_the_follow_up_sends_the_assistant_content_as_a_string(
+    server: FakeOpenAIServer, provider: OpenAIProvider
+) -> None:
+    server.accepts_content_null = False  # llama-cpp-python: 500 on "content": null
+    server.script(OpenAIReply(tool_calls=[("ping", {})]), OpenAIReply(["done"]))
+    events = await chat_events(client_for(provider, tools=[ping]), "ping it")
+    assert not [e for e in events if isinstance(e, ollm.ErrorEvent)], events
+    assert text_of(events) == "done"
+    assistant = server.chat_requests[1].json["messages"][1]
+    assert assistant["role"] == "assistant"
+    assert assistant["content"] == ""
+    assert assistant["tool_calls"][0]["function"]["name"] == "ping"
+
+
+@pytest.mark.parametrize(
+    ("choice", "sent"),
+    [("ping", {"type": "function", "function": {"name": "ping"}}), ("required", "required")],
+)
+async def test_a_forced_tool_choice_goes_on_the_first_request_only(
+    server: FakeOpenAIServer, provider: OpenAIProvider, choice: str, sent: object
+) -> None:
+    server.honours_tool_choice = True  # a forced choice is obeyed: forcing it again loops
+    client = client_for(provider, tools=[ping], max_turns=5)
+    events = await chat_events(client, "ping it", tool_choice=choice)
+    finish = events[-1]
+    assert isinstance(finish, ollm.FinishEvent)
+    assert finish.reason == "stop", events
+    choices = [request.json["tool_choice"] for request in server.chat_requests]
+    assert choices == [sent, "auto"]
+    # The next chat forces it again: the rule is per chat, not per client.
+    await chat_events(client, "again", tool_choice=choice)
+    assert [r.json["tool_choice"] for r in server.chat_requests[2:]] == [sent, "auto"]
