@@ -57,3 +57,41 @@ async def test_a_forced_tool_choice_goes_on_the_first_request_only(
     # The next chat forces it again: the rule is per chat, not per client.
     await chat_events(client, "again", tool_choice=choice)
     assert [r.json["tool_choice"] for r in server.chat_requests[2:]] == [sent, "auto"]
+
+
+# -- one-line errors (item 2) -----------------------------------------------------------
+
+DUMP = (
+    "1 validation error:\n  {'type': 'missing', 'loc': ('body', 'messages', 0, 'content'), "
+    "'msg': 'Field required', 'input': {'role': 'user'}}\n\n  File "
+    '"/srv/llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+    "    POST /v1/chat/completions\n"
+)
+
+
+async def test_a_multi_line_error_is_one_line(
+    server: FakeOpenAIServer, provider: OpenAIProvider
+) -> None:
+    server.script(OpenAIReply.failure(422, DUMP, type="invalid_request_error"))
+    events = await chat_events(client_for(provider), "hi")
+    error = error_of(events)
+    assert error.code == "INVALID_REQUEST"
+    assert "\n" not in error.message
+    assert "body.messages.0.content: Field required" in error.message
+    assert "app.py" not in error.message
+
+
+async def test_a_plain_text_traceback_is_its_exception_line(
+    server: FakeOpenAIServer, provider: OpenAIProvider
+) -> None:
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/server.py", line 12, in handle\n'
+        "    return render(request)\n"
+        "RuntimeError: the model is still loading\n"
+    )
+    server.script(OpenAIReply(status=400, error=trace))  # {"error": "Traceback..."}
+    error = error_of(await chat_events(client_for(provider), "hi"))
+    assert "\n" not in error.message
+    assert "RuntimeError: the model is still loading" in error.message
+    assert "server.py" not in error.message
