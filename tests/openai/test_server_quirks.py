@@ -5,6 +5,7 @@ without ``json_schema``, one-line errors, the tool round trip's ``content`` and
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 import ollm
@@ -20,6 +21,71 @@ pytestmark = pytest.mark.anyio
 def ping() -> str:
     """Answer pong."""
     return "pong"
+
+
+# -- typed output's ladder: json_schema, json_object, prompted (item 1) -------------------
+
+
+class City(msgspec.Struct):
+    name: str
+    people: int
+
+
+VALUE = '{"name": "Oslo", "people": 709000}'
+
+
+def formats(server: FakeOpenAIServer) -> list[object]:
+    return [(r.json.get("response_format") or {}).get("type", "none") for r in server.chat_requests]
+
+
+async def test_typed_output_falls_back_to_json_object_at_once_and_remembers(
+    server: FakeOpenAIServer, provider: OpenAIProvider
+) -> None:
+    server.accepts_json_schema = False  # llama-cpp-python: 500 on json_schema
+    server.default_reply = OpenAIReply([VALUE])
+    client = client_for(provider)
+    events = await chat_events(client, "Oslo?", output=City, output_retries=0)
+    outputs = [e for e in events if isinstance(e, ollm.OutputEvent)]
+    assert [o.value for o in outputs] == [City("Oslo", 709000)], events
+    notices = [e for e in events if isinstance(e, ollm.NoticeEvent)]
+    assert [n.kind for n in notices] == ["format_fallback"]
+    assert "json_object" in notices[0].message
+    assert "\n" not in notices[0].message
+    # Sent again at once with the next rung: no HTTP retry, no correction spent.
+    assert formats(server) == ["json_schema", "json_object"]
+    assert "JSON Schema" in server.chat_requests[1].json["messages"][0]["content"]
+    # Remembered for the server and model: the next chat asks json_object first, quietly.
+    again = await chat_events(client, "Bergen?", output=City, output_retries=0)
+    assert not [e for e in again if isinstance(e, ollm.NoticeEvent)]
+    assert formats(server) == ["json_schema", "json_object", "json_object"]
+
+
+async def test_a_server_that_refuses_both_gets_the_schema_in_the_prompt_alone(
+    server: FakeOpenAIServer, provider: OpenAIProvider
+) -> None:
+    refusal = 'response_format type must be one of "text" or "json_object", but got: %s'
+    server.script(
+        OpenAIReply.failure(400, refusal % "json_schema", type="invalid_request_error"),
+        OpenAIReply.failure(400, refusal % "json_object", type="invalid_request_error"),
+        OpenAIReply([VALUE]),
+        OpenAIReply([VALUE]),
+    )
+    client = client_for(provider)
+    value = await client.run("Oslo?", output=City, output_retries=0)
+    assert value == City("Oslo", 709000)
+    assert formats(server) == ["json_schema", "json_object", "none"]
+    assert "JSON Schema" in server.chat_requests[2].json["messages"][0]["content"]
+    await client.run("Oslo?", output=City, output_retries=0)
+    assert formats(server)[3:] == ["none"]
+
+
+async def test_a_refusal_that_names_no_format_is_an_error_as_before(
+    server: FakeOpenAIServer, provider: OpenAIProvider
+) -> None:
+    server.script(OpenAIReply.failure(400, "temperature must be at most 2", type="invalid"))
+    events = await chat_events(client_for(provider), "Oslo?", output=City)
+    assert error_of(events).code == "INVALID_REQUEST"
+    assert formats(server) == ["json_schema"]
 
 
 # -- the tool round trip (item 5) -------------------------------------------------------

@@ -85,7 +85,8 @@ _STREAM_HEADERS: dict[Framing, dict[str, str]] = {
 # How many models a MODEL_NOT_FOUND message names before "and N more".
 _SHOWN_MODELS = 12
 # Refusals that an ``adjust`` may fix by changing the request, at most this many times.
-_ADJUSTMENTS = 3
+# (OpenAI's: stream_options, max_tokens, then two rungs of the typed output's ladder.)
+_ADJUSTMENTS = 4
 # Arguments of a provider's constructor that a table of settings cannot give.
 _NOT_SETTINGS = frozenset({"self", "transport", "retry", "environ"})
 

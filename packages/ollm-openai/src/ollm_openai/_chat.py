@@ -149,7 +149,9 @@ async def stream_chat(
     state = _Reply(request.tool_call_deltas)
     done = False
     try:
-        await provider._send(stream, request, streaming=streaming)
+        moved = await provider._send(stream, request, streaming=streaming)
+        if moved is not None:
+            yield moved
         if not streaming:
             for event in _whole(provider, request, stream, await stream.whole()):
                 yield event

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -33,9 +33,11 @@ from ollm_openai._config import MaxTokensField, OpenAIConfig
 from ollm_openai._wire import ToolCallDelta
 
 __all__ = [
+    "FormatRung",
     "ToolCallAssembler",
     "build_body",
     "message_to_openai",
+    "response_format_at",
     "tool_to_openai",
 ]
 
@@ -187,6 +189,21 @@ def _strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     return strict
 
 
+FormatRung = Literal["json_schema", "json_object", "prompted"]
+"""How far down the typed-output ladder a server is: ``json_schema``, else any JSON
+object (``json_object``), else no ``response_format`` (the schema is in the prompt)."""
+
+
+def response_format_at(value: object, rung: FormatRung) -> dict[str, Any] | None:
+    """``response_format`` for ``value`` (``"json"`` or a JSON Schema) on ``rung``."""
+    shaped = _response_format(value)
+    if shaped is None or rung == "json_schema":
+        return shaped
+    if rung == "prompted":
+        return None
+    return {"type": "json_object"} if shaped.get("type") == "json_schema" else shaped
+
+
 def build_body(
     request: ProviderRequest,
     config: OpenAIConfig,
@@ -194,6 +211,7 @@ def build_body(
     stream: bool,
     include_usage: bool,
     max_tokens_field: MaxTokensField,
+    format_rung: FormatRung = "json_schema",
 ) -> dict[str, Any]:
     """The ``/chat/completions`` body for ``request``."""
     if not isinstance(request.model, str) or not request.model.strip():
@@ -236,7 +254,7 @@ def build_body(
             body["top_k"] = option_number("top_k", options.top_k, integer=True)
         if options.repeat_penalty is not None:
             body["repetition_penalty"] = option_number("repeat_penalty", options.repeat_penalty)
-    response_format = _response_format(request.response_format)
+    response_format = response_format_at(request.response_format, format_rung)
     if response_format is not None:
         body["response_format"] = response_format
     think = request.think

@@ -19,7 +19,7 @@ from ollm.errors import (
     ModelNotFoundError,
     OllmError,
 )
-from ollm.kit import UsageAnchors
+from ollm.kit import UsageAnchors, quote
 from ollm.types import (
     EmbeddingResult,
     HealthStatus,
@@ -43,8 +43,8 @@ from ollm_http import (
 )
 from ollm_openai._chat import stream_chat, usage_from
 from ollm_openai._config import ENV_CONNECT_TIMEOUT, ENV_TIMEOUT, MaxTokensField, OpenAIConfig
-from ollm_openai._convert import build_body
-from ollm_openai._errors import PROVIDER, error_from_reply, parse_error
+from ollm_openai._convert import FormatRung, build_body, response_format_at
+from ollm_openai._errors import PROVIDER, Refusal, error_from_reply, parse_error
 from ollm_openai._version import __version__
 from ollm_openai._wire import EmbeddingList, ModelCard, ModelList
 
@@ -54,6 +54,10 @@ log = logging.getLogger(__name__)
 
 # How long a model list is reused for capabilities (a server's models rarely change).
 MODELS_SECONDS = 60.0
+# How a server names the response format it refuses (llama-cpp-python's validation
+# dump, llama.cpp's 'response_format type must be one of "text" or "json_object"',
+# older vLLM and LM Studio).
+_FORMAT_WORDS = ("response_format", "response format", "json_schema", "json_object")
 _OTHER_FIELD: dict[MaxTokensField, MaxTokensField] = {
     "max_tokens": "max_completion_tokens",
     "max_completion_tokens": "max_tokens",
@@ -189,6 +193,8 @@ class OpenAIProvider(HTTPProvider):
         self._max_tokens_field: MaxTokensField = self.config.max_tokens_field or (
             "max_completion_tokens" if self.config.official else "max_tokens"
         )
+        # The typed-output ladder, per model: json_schema, json_object, prompted.
+        self._format_rungs: dict[str, FormatRung] = {}
         self._anchors = UsageAnchors()
         self._window_warned = False
         self._models: tuple[float, dict[str, ModelCard]] | None = None
@@ -217,28 +223,43 @@ class OpenAIProvider(HTTPProvider):
             stream=stream,
             include_usage=self._include_usage,
             max_tokens_field=self._max_tokens_field,
+            format_rung=self._format_rungs.get(request.model, "json_schema"),
         )
         return encode_body(body, model=request.model, provider=PROVIDER)
 
     async def _send(
         self, frames: FrameStream, request: ProviderRequest, *, streaming: bool
-    ) -> None:
+    ) -> NoticeEvent | None:
         """Send the chat request of ``frames``: the body built anew for each attempt, an
-        option the server refuses dropped or swapped (``_adjust``)."""
+        option the server refuses dropped or swapped (``_adjust``). The notice, when the
+        server refused the typed output's ``response_format`` and the request went on
+        with the next rung of the ladder."""
+        moved: list[NoticeEvent] = []
         await frames.open(
             "POST",
             "/chat/completions",
             build=lambda: self._body(request, stream=streaming),
-            adjust=self._adjust(request, stream=streaming),
+            adjust=self._adjust(request, stream=streaming, moved=moved),
         )
+        return moved[-1] if moved else None
 
-    def _adjust(self, request: ProviderRequest, *, stream: bool) -> Adjust:
+    def _adjust(
+        self, request: ProviderRequest, *, stream: bool, moved: list[NoticeEvent]
+    ) -> Adjust:
         """Drops or swaps an option a server refuses (learnt for the provider's life)."""
 
         def adjust(status: int, body: bytes) -> bool:
-            if status not in (400, 422):
+            if status not in (400, 422, 500):
                 return False
             said = parse_error(status, body)
+            # llama-cpp-python refuses json_schema with HTTP 500, llama.cpp with 500 or
+            # 400; sent again at once with the next rung, no retry spent.
+            notice = self._format_refused(request, said)
+            if notice is not None:
+                moved.append(notice)
+                return True
+            if status == 500:
+                return False
             if stream and self._include_usage and said.mentions("stream_options"):
                 log.info("%s refuses stream_options: no usage from it", self.url)
                 self._include_usage = False
@@ -251,6 +272,31 @@ class OpenAIProvider(HTTPProvider):
             return False
 
         return adjust
+
+    def _format_refused(self, request: ProviderRequest, said: Refusal) -> NoticeEvent | None:
+        """When ``said`` refuses the typed output's ``response_format``: the model's next
+        rung of the ladder, remembered, and the notice that says so; else ``None``."""
+        if request.response_format is None or not said.mentions(*_FORMAT_WORDS):
+            return None
+        model = request.model
+        rung = self._format_rungs.get(model, "json_schema")
+        sent = response_format_at(request.response_format, rung)
+        if sent is None:
+            return None  # nothing left to drop
+        below: FormatRung = "json_object" if sent.get("type") == "json_schema" else "prompted"
+        self._format_rungs[model] = below
+        log.info("%s refuses response_format %s for %s", self.url, sent.get("type"), model)
+        now = (
+            "any JSON object (json_object) with the schema in the prompt"
+            if below == "json_object"
+            else "the value by the prompt alone (no response_format)"
+        )
+        return NoticeEvent(
+            f"The server at {self.config.base_url} refused response_format "
+            f"{sent.get('type')} for {model} ({quote(said.message)}); ollm asks it for "
+            f"{now} from now on.",
+            "format_fallback",
+        )
 
     def error_for(
         self, status: int, body: bytes, headers: httpx.Headers, *, path: str, model: str | None
