@@ -12,7 +12,14 @@ import ollm
 from ollm_openai import OpenAIProvider
 from ollm_testutils import FakeOpenAIServer, OpenAIReply
 
-from .conftest import chat_events, client_for, error_of, text_of
+from .conftest import (
+    chat_events,
+    client_for,
+    error_of,
+    provider_events,
+    request_for,
+    text_of,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -161,3 +168,48 @@ async def test_a_plain_text_traceback_is_its_exception_line(
     assert "\n" not in error.message
     assert "RuntimeError: the model is still loading" in error.message
     assert "server.py" not in error.message
+
+
+# -- usage the server never sends (item 7) ----------------------------------------------
+
+
+async def test_a_server_without_usage_gets_ollms_own_count_marked_estimated(
+    server: FakeOpenAIServer, provider: OpenAIProvider
+) -> None:
+    server.sends_usage = False  # llama-cpp-python ignores stream_options.include_usage
+    server.script(OpenAIReply(["Hello", " there, friend"]))  # 18 characters: 5 tokens
+    request = request_for("How are you today?")
+    events = await provider_events(provider, request)
+    assert "stream_options" in server.chat_requests[0].json  # it was asked for
+    finish = events[-1]
+    assert isinstance(finish, ollm.FinishEvent)
+    assert finish.usage is not None
+    assert finish.usage.estimated
+    assert finish.usage.prompt_tokens == await provider.count_tokens(request)
+    assert finish.usage.completion_tokens == 5
+    assert finish.usage.total_tokens == finish.usage.prompt_tokens + 5
+
+
+async def test_a_chat_sums_estimated_turns_as_estimated(
+    server: FakeOpenAIServer, provider: OpenAIProvider
+) -> None:
+    server.sends_usage = False
+    server.script(OpenAIReply(tool_calls=[("ping", {})]), OpenAIReply(["done"]))
+    events = await chat_events(client_for(provider, tools=[ping]), "ping it")
+    finish = events[-1]
+    assert isinstance(finish, ollm.FinishEvent)
+    assert finish.usage is not None
+    assert finish.usage.estimated
+    assert finish.usage.completion_tokens >= 2  # the call's "{}" and "done"
+
+
+async def test_usage_the_server_counted_is_not_estimated(
+    server: FakeOpenAIServer, provider: OpenAIProvider
+) -> None:
+    server.script(OpenAIReply(["ok"], usage=(12, 3)))
+    finish = (await provider_events(provider, request_for()))[-1]
+    assert isinstance(finish, ollm.FinishEvent)
+    assert finish.usage == ollm.Usage(prompt_tokens=12, completion_tokens=3, total_tokens=15)
+    assert finish.usage is not None
+    assert not finish.usage.estimated
+    assert "estimated" not in msgspec.json.encode(finish).decode()  # as before, on the wire

@@ -327,6 +327,20 @@ class OpenAIProvider(HTTPProvider):
         if usage is not None:
             self._anchors.remember(request, usage.prompt_tokens)
 
+    def _estimated_usage(self, request: ProviderRequest, characters: int) -> Usage:
+        """ollm's own count for a reply the server sent no usage for (llama-cpp-python
+        ignores ``stream_options.include_usage``): the prompt as ``count_tokens`` counts
+        it, the reply's ``characters`` as ollm's fallback does (ceil of a quarter),
+        marked ``estimated``."""
+        prompt = self._anchors.count(request)
+        completion = -(-characters // 4)  # ollm.estimate_text_tokens's rule, on a count
+        return Usage(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=prompt + completion,
+            estimated=True,
+        )
+
     def _window_notice(
         self, request: ProviderRequest, fingerprint: str | None
     ) -> NoticeEvent | None:
