@@ -13,6 +13,7 @@ from ollm_openai import OpenAIProvider
 from ollm_testutils import FakeOpenAIServer, OpenAIReply
 
 from .conftest import (
+    MODEL,
     chat_events,
     client_for,
     error_of,
@@ -213,3 +214,105 @@ async def test_usage_the_server_counted_is_not_estimated(
     assert finish.usage is not None
     assert not finish.usage.estimated
     assert "estimated" not in msgspec.json.encode(finish).decode()  # as before, on the wire
+
+
+# -- option names per engine (item 6) ---------------------------------------------------
+
+# Every field of OpenAI's Chat Completions request that ollm may send.
+OPENAI_FIELDS = {
+    "model",
+    "messages",
+    "stream",
+    "stream_options",
+    "tools",
+    "tool_choice",
+    "temperature",
+    "top_p",
+    "seed",
+    "stop",
+    "max_tokens",
+    "max_completion_tokens",
+    "response_format",
+    "reasoning_effort",
+    "user",
+}
+PENALTY = ollm.GenerationOptions(repeat_penalty=1.3, top_k=20, temperature=0.5)
+
+
+@pytest.mark.parametrize(
+    ("flavor", "name"),
+    [
+        ("llamacpp", "repeat_penalty"),  # owned_by "llamacpp" (llama-cpp-python: "me")
+        ("vllm", "repetition_penalty"),
+        ("sglang", "repetition_penalty"),
+        ("openai", "repetition_penalty"),  # says nothing of itself: vLLM's name
+    ],
+)
+async def test_repeat_penalty_goes_by_the_name_the_detected_engine_takes(
+    flavor: str, name: str
+) -> None:
+    with FakeOpenAIServer(flavor=flavor) as server:  # type: ignore[arg-type]
+        async with OpenAIProvider(server.base_url, model=MODEL, environ={}) as provider:
+            for _ in range(2):
+                events = await provider_events(provider, request_for(options=PENALTY))
+                assert not [e for e in events if isinstance(e, ollm.NoticeEvent)]
+        bodies = [r.json for r in server.chat_requests]
+        detections = [r for r in server.requests if r.path == "/v1/models"]
+    for body in bodies:
+        assert body[name] == 1.3
+        assert body["top_k"] == 20
+        other = {"repeat_penalty", "repetition_penalty"} - {name}
+        assert not other & body.keys()
+    assert len(detections) == 1  # detected once, for the provider's life
+
+
+@pytest.mark.parametrize("engine", ["llamacpp", "vllm"])
+async def test_a_profile_engine_wins_over_detection(engine: str) -> None:
+    with FakeOpenAIServer(flavor="sglang") as server:
+        async with OpenAIProvider(
+            server.base_url,
+            model=MODEL,
+            environ={},
+            engine=engine,  # type: ignore[arg-type]
+        ) as provider:
+            await provider_events(provider, request_for(options=PENALTY))
+        body = server.chat_requests[0].json
+    expected = "repeat_penalty" if engine == "llamacpp" else "repetition_penalty"
+    assert body[expected] == 1.3
+    assert not [r for r in server.requests if r.path == "/v1/models"]
+
+
+async def test_openai_itself_gets_no_unknown_field_and_one_notice() -> None:
+    with FakeOpenAIServer() as server:
+        async with OpenAIProvider(
+            server.base_url, model=MODEL, environ={}, engine="openai"
+        ) as provider:
+            first = await provider_events(
+                provider, request_for(options=PENALTY, think=False, response_format="json")
+            )
+            second = await provider_events(provider, request_for(options=PENALTY))
+        bodies = [r.json for r in server.chat_requests]
+    notices = [e for e in first if isinstance(e, ollm.NoticeEvent)]
+    assert [n.kind for n in notices] == ["option_ignored"]
+    assert "repeat_penalty" in notices[0].message
+    assert "top_k" in notices[0].message
+    assert not [e for e in second if isinstance(e, ollm.NoticeEvent)]
+    for body in bodies:
+        assert body.keys() <= OPENAI_FIELDS, body.keys() - OPENAI_FIELDS
+        assert body["temperature"] == 0.5
+
+
+async def test_ollamas_v1_gets_no_repeat_penalty_and_a_notice() -> None:
+    with FakeOpenAIServer(flavor="ollama") as server:
+        async with OpenAIProvider(server.base_url, model=MODEL, environ={}) as provider:
+            events = await provider_events(provider, request_for(options=PENALTY))
+        body = server.chat_requests[0].json
+    assert not {"repeat_penalty", "repetition_penalty"} & body.keys()
+    notices = [e for e in events if isinstance(e, ollm.NoticeEvent)]
+    assert [n.kind for n in notices] == ["option_ignored"]
+    assert "-p ollama" in notices[0].message
+
+
+def test_an_unknown_engine_is_refused_in_words() -> None:
+    with pytest.raises(ollm.InvalidRequestError, match="engine='tgi' is not an engine"):
+        OpenAIProvider("http://127.0.0.1:1/v1", environ={}, engine="tgi")  # type: ignore[arg-type]

@@ -165,9 +165,8 @@ async def stream_chat(
     state = _Reply(request.tool_call_deltas)
     done = False
     try:
-        moved = await provider._send(stream, request, streaming=streaming)
-        if moved is not None:
-            yield moved
+        for sent in await provider._send(stream, request, streaming=streaming):
+            yield sent
         if not streaming:
             for event in _whole(provider, request, stream, await stream.whole()):
                 yield event

@@ -29,7 +29,7 @@ from ollm.types import (
     ToolSchema,
 )
 from ollm_http import option_number, stop_sequences
-from ollm_openai._config import MaxTokensField, OpenAIConfig
+from ollm_openai._config import Engine, MaxTokensField, OpenAIConfig
 from ollm_openai._wire import ToolCallDelta
 
 __all__ = [
@@ -44,6 +44,18 @@ __all__ = [
 _encode = msgspec.json.Encoder().encode
 
 _REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+
+# repeat_penalty by the name each engine takes: vLLM and SGLang (and, unknown, the
+# most common) `repetition_penalty`, llama.cpp and llama-cpp-python `repeat_penalty`;
+# Ollama's /v1 and OpenAI have none (not sent, a notice says so).
+_REPEAT_PENALTY: dict[Engine | None, str | None] = {
+    None: "repetition_penalty",
+    "vllm": "repetition_penalty",
+    "sglang": "repetition_penalty",
+    "llamacpp": "repeat_penalty",
+    "ollama": None,
+    "openai": None,
+}
 
 
 # -- messages --------------------------------------------------------------------------
@@ -212,8 +224,10 @@ def build_body(
     include_usage: bool,
     max_tokens_field: MaxTokensField,
     format_rung: FormatRung = "json_schema",
+    engine: Engine | None = None,
 ) -> dict[str, Any]:
-    """The ``/chat/completions`` body for ``request``."""
+    """The ``/chat/completions`` body for ``request``, with the option names ``engine``
+    takes (unknown: vLLM's)."""
     if not isinstance(request.model, str) or not request.model.strip():
         raise InvalidRequestError(
             "The request names no model. Pass model=... (ollm chat -m NAME), or set a "
@@ -248,12 +262,14 @@ def build_body(
         items = stop_sequences(options.stop)
         if items:
             body["stop"] = items
-    if not config.official:
+    openai = config.official or engine == "openai"
+    if not openai and options.top_k is not None:
         # Accepted by vLLM, SGLang, llama.cpp and LM Studio; refused by OpenAI itself.
-        if options.top_k is not None:
-            body["top_k"] = option_number("top_k", options.top_k, integer=True)
-        if options.repeat_penalty is not None:
-            body["repetition_penalty"] = option_number("repeat_penalty", options.repeat_penalty)
+        body["top_k"] = option_number("top_k", options.top_k, integer=True)
+    if options.repeat_penalty is not None:
+        name = None if openai else _REPEAT_PENALTY.get(engine, "repetition_penalty")
+        if name is not None:
+            body[name] = option_number("repeat_penalty", options.repeat_penalty)
     response_format = response_format_at(request.response_format, format_rung)
     if response_format is not None:
         body["response_format"] = response_format
@@ -265,7 +281,7 @@ def build_body(
                 f"use {', '.join(_REASONING_EFFORTS)} (a reasoning effort), on or off."
             )
         body["reasoning_effort"] = think
-    elif think is False and not config.official:
+    elif think is False and not openai:
         # vLLM and SGLang pass this to the chat template (Qwen3, DeepSeek R1 distills...).
         body.setdefault("chat_template_kwargs", {"enable_thinking": False})
     if config.affinity_user and request.conversation_id:

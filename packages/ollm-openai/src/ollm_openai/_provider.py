@@ -42,7 +42,13 @@ from ollm_http import (
     encode_body,
 )
 from ollm_openai._chat import stream_chat, usage_from
-from ollm_openai._config import ENV_CONNECT_TIMEOUT, ENV_TIMEOUT, MaxTokensField, OpenAIConfig
+from ollm_openai._config import (
+    ENV_CONNECT_TIMEOUT,
+    ENV_TIMEOUT,
+    Engine,
+    MaxTokensField,
+    OpenAIConfig,
+)
 from ollm_openai._convert import FormatRung, build_body, response_format_at
 from ollm_openai._errors import PROVIDER, Refusal, error_from_reply, parse_error
 from ollm_openai._version import __version__
@@ -58,6 +64,15 @@ MODELS_SECONDS = 60.0
 # dump, llama.cpp's 'response_format type must be one of "text" or "json_object"',
 # older vLLM and LM Studio).
 _FORMAT_WORDS = ("response_format", "response format", "json_schema", "json_object")
+# The engine a model list's `owned_by` names (llama-cpp-python says "me"; Ollama's
+# library models "library").
+_OWNERS: dict[str, Engine] = {
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "llamacpp": "llamacpp",
+    "me": "llamacpp",
+    "library": "ollama",
+}
 _OTHER_FIELD: dict[MaxTokensField, MaxTokensField] = {
     "max_tokens": "max_completion_tokens",
     "max_completion_tokens": "max_tokens",
@@ -144,6 +159,7 @@ class OpenAIProvider(HTTPProvider):
         max_tokens_field: MaxTokensField | None = None,
         stream_usage: bool | None = None,
         stream: bool | None = None,
+        engine: Engine | None = None,
         verify: bool | str | None = None,
         http: str | None = None,
         affinity_header: str | None = None,
@@ -174,6 +190,7 @@ class OpenAIProvider(HTTPProvider):
             stream=stream,
             verify=verify,
             affinity_user=affinity_user,
+            engine=engine,
         )
         config = self.config
         self.name = config.provider_name
@@ -193,6 +210,10 @@ class OpenAIProvider(HTTPProvider):
         self._max_tokens_field: MaxTokensField = self.config.max_tokens_field or (
             "max_completion_tokens" if self.config.official else "max_tokens"
         )
+        # The engine (option names): configured, else detected once from the model list.
+        self._engine: Engine | None = config.known_engine
+        self._engine_known = self._engine is not None
+        self._dropped_noted = False
         # The typed-output ladder, per model: json_schema, json_object, prompted.
         self._format_rungs: dict[str, FormatRung] = {}
         self._anchors = UsageAnchors()
@@ -224,16 +245,23 @@ class OpenAIProvider(HTTPProvider):
             include_usage=self._include_usage,
             max_tokens_field=self._max_tokens_field,
             format_rung=self._format_rungs.get(request.model, "json_schema"),
+            engine=self._engine,
         )
         return encode_body(body, model=request.model, provider=PROVIDER)
 
     async def _send(
         self, frames: FrameStream, request: ProviderRequest, *, streaming: bool
-    ) -> NoticeEvent | None:
+    ) -> list[NoticeEvent]:
         """Send the chat request of ``frames``: the body built anew for each attempt, an
-        option the server refuses dropped or swapped (``_adjust``). The notice, when the
-        server refused the typed output's ``response_format`` and the request went on
-        with the next rung of the ladder."""
+        option the server refuses dropped or swapped (``_adjust``). The notices: an
+        option the engine does not take (once), the typed output's next rung after the
+        server refused its ``response_format``."""
+        notices: list[NoticeEvent] = []
+        if request.options.repeat_penalty is not None or request.options.top_k is not None:
+            await self._detect_engine(request.model)
+            dropped = self._dropped_notice(request)
+            if dropped is not None:
+                notices.append(dropped)
         moved: list[NoticeEvent] = []
         await frames.open(
             "POST",
@@ -241,7 +269,55 @@ class OpenAIProvider(HTTPProvider):
             build=lambda: self._body(request, stream=streaming),
             adjust=self._adjust(request, stream=streaming, moved=moved),
         )
-        return moved[-1] if moved else None
+        return notices + moved[-1:]
+
+    async def _detect_engine(self, model: str) -> None:
+        """The engine from the model list's ``owned_by`` (vLLM's ``vllm``, llama.cpp's
+        ``llamacpp``, llama-cpp-python's ``me``...), once; unknown when it says nothing
+        ollm knows or the list cannot be read."""
+        if self._engine_known:
+            return
+        self._engine_known = True
+        await self._card(model)
+        snapshot = self._models
+        owners = [card.owned_by for card in snapshot[1].values()] if snapshot else []
+        card = snapshot[1].get(model) if snapshot else None
+        if card is not None:
+            owners.insert(0, card.owned_by)
+        for owner in owners:
+            engine = _OWNERS.get(owner or "")
+            if engine is not None:
+                self._engine = engine
+                log.info("%s is %s (owned_by %r)", self.url, engine, owner)
+                return
+
+    def _dropped_notice(self, request: ProviderRequest) -> NoticeEvent | None:
+        """Once: options of the request that the engine takes under no name."""
+        engine = self._engine
+        if self._dropped_noted or engine not in ("openai", "ollama"):
+            return None
+        options = request.options
+        dropped = [
+            name
+            for name, value in (
+                ("repeat_penalty", options.repeat_penalty),
+                ("top_k", options.top_k),
+            )
+            if value is not None and (engine == "openai" or name == "repeat_penalty")
+        ]
+        if not dropped:
+            return None
+        self._dropped_noted = True
+        who = "OpenAI's API" if engine == "openai" else "Ollama's /v1"
+        instead = (
+            "frequency_penalty or presence_penalty (GenerationOptions.extra) are its own"
+            if engine == "openai"
+            else "ollm chat -p ollama takes it"
+        )
+        return NoticeEvent(
+            f"{who} takes no {' or '.join(dropped)}: not sent ({instead}).",
+            "option_ignored",
+        )
 
     def _adjust(
         self, request: ProviderRequest, *, stream: bool, moved: list[NoticeEvent]

@@ -26,6 +26,16 @@ ReplyFunction = Callable[[dict[str, Any]], "OpenAIReply | str | None"]
 _JSON = "application/json"
 _SSE = "text/event-stream; charset=utf-8"
 _INVALID = "invalid_request_error"
+# What each engine's model list says in `owned_by` (llama.cpp's llama-server; Ollama's
+# library models; LM Studio; a LiteLLM proxy).
+_OWNERS = {
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "llamacpp": "llamacpp",
+    "ollama": "library",
+    "lmstudio": "organization_owner",
+    "litellm": "openai",
+}
 
 
 class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
@@ -175,7 +185,7 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
                 "id": name,
                 "object": "model",
                 "created": 1700000000,
-                "owned_by": "vllm" if self.flavor == "vllm" else "system",
+                "owned_by": _OWNERS.get(self.flavor, "system"),
             }
             if self.flavor in ("vllm", "sglang"):
                 card["max_model_len"] = self.max_model_len
