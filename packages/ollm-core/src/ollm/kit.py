@@ -98,7 +98,7 @@ def quote(text: str, limit: int = QUOTE_LIMIT) -> str:
     "that!. Try").
     """
     # A control character (a terminal's escape) is no part of a message.
-    text = "".join(c if c.isprintable() else " " for c in one_line(text))
+    text = "".join(c if c.isprintable() else " " for c in one_line(text)).strip()
     if len(text) > limit:
         return text[:limit] + "..."
     if text.endswith((".", "!", "?")) and not text.endswith("..."):
