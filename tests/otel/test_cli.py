@@ -136,11 +136,11 @@ def test_variables_set_for_other_programs_never_fail_a_chat_but_trace_does(
 
 
 def _chat_with(
-    server: FakeOpenAIServer, *flags: str, **env: str
+    server: FakeOpenAIServer, *flags: str, backend: str = "asyncio", **env: str
 ) -> subprocess.CompletedProcess[str]:
     """``ollm chat`` with the OTEL_* variables given alone (metrics left at their default)."""
     return subprocess.run(
-        [OLLM, "chat", "-p", "openai", "-m", MODEL, *flags, "Hi"],
+        [OLLM, "--backend", backend, "chat", "-p", "openai", "-m", MODEL, *flags, "Hi"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -149,8 +149,9 @@ def _chat_with(
     )
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_trace_without_an_endpoint_exports_nowhere_and_says_so_in_one_line(
-    server: FakeOpenAIServer,
+    server: FakeOpenAIServer, backend: str
 ) -> None:
     # The SDK's default endpoint is localhost:4318: a collector there (when the port is
     # free on this machine) must get nothing, and without one no retry line may show.
@@ -159,7 +160,7 @@ def test_trace_without_an_endpoint_exports_nowhere_and_says_so_in_one_line(
     except OSError:
         default = None
     try:
-        done = _chat_with(server, "--trace")
+        done = _chat_with(server, "--trace", backend=backend)
     finally:
         if default is not None:
             default.stop()
