@@ -4,12 +4,14 @@ the first question as the preview, failures with their errors, short ids that na
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from log_helpers import listed, ollm, shown, texts
 
-from ollm_testutils import FakeOllamaServer, OllamaReply
+from ollm_testutils import FakeOllamaServer, FakeOpenAIServer, OllamaReply, OpenAIReply
 
 
 def by_preview(db: Path, preview: str) -> dict[str, Any]:
@@ -139,3 +141,74 @@ def test_logs_lists_short_ids_that_each_name_one_conversation(tmp_path: Path) ->
         assert info["id"] not in listing.stdout
         shown_md = ollm(db, "logs", "show", info["short_id"])
         assert f"# Conversation {info['id']}" in shown_md.stdout
+
+
+# A stream that a server cut once the model had begun a tool call: one delta, no end.
+_TOOL_DELTA = {
+    "id": "c1",
+    "object": "chat.completion.chunk",
+    "created": 1,
+    "model": "gpt-test",
+    "choices": [
+        {
+            "index": 0,
+            "delta": {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "calc", "arguments": '{"a"'},
+                    }
+                ],
+            },
+            "finish_reason": None,
+        }
+    ],
+}
+
+
+def _openai(db: Path, server: FakeOpenAIServer, *args: str) -> subprocess.CompletedProcess[str]:
+    return ollm(db, "chat", "-p", "openai", "-m", "gpt-test", *args,
+                OPENAI_BASE_URL=server.base_url)  # fmt: skip
+
+
+def test_c_after_a_stream_cut_in_a_tool_call_goes_on_with_the_prompt(tmp_path: Path) -> None:
+    db = tmp_path / "logs.db"
+    cut = OpenAIReply(raw=[b"data: " + json.dumps(_TOOL_DELTA).encode() + b"\n\n"])
+    with FakeOpenAIServer() as server:
+        server.script(cut, OpenAIReply("Ada, 36."))
+        failed = _openai(db, server, "I am Ada, 36. Remember it.")
+        assert failed.returncode == 1
+        assert "error[STREAM_INTERRUPTED]" in failed.stderr
+        again = _openai(db, server, "-c", "Who am I?")
+        assert again.returncode == 0, again.stderr
+        sent = [m["content"] for m in server.chat_requests[1].json["messages"]]
+    assert sent == ["I am Ada, 36. Remember it.", "Who am I?"]
+    assert "not part of it" not in again.stderr
+
+
+def test_c_after_a_refused_prompt_says_it_goes_on_without_it(tmp_path: Path) -> None:
+    db = tmp_path / "logs.db"
+    with FakeOpenAIServer() as server:
+        server.script(
+            OpenAIReply("Hello, Ada."),
+            OpenAIReply.failure(400, "bad request"),
+            OpenAIReply("You are Ada."),
+            OpenAIReply("Yes."),
+        )
+        assert _openai(db, server, "I am Ada.").returncode == 0
+        refused = _openai(db, server, "-c", "Refuse this.")
+        assert refused.returncode == 1
+        again = _openai(db, server, "-c", "Who am I?")
+        assert again.returncode == 0, again.stderr
+        sent = [m["content"] for m in server.chat_requests[2].json["messages"]]
+        [notice] = again.stderr.splitlines()
+        assert notice.startswith("note: the last prompt of conversation ")
+        assert "got no answer (INVALID_REQUEST) and is not part of it" in notice
+        # Said once: the next -c goes on from an answered prompt, quietly.
+        quiet = _openai(db, server, "-c", "Sure?")
+    assert sent == ["I am Ada.", "Hello, Ada.", "Who am I?"]
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""

@@ -157,3 +157,48 @@ def test_json_events_keep_the_raw_reply_and_the_errors_of_output_invalid() -> No
     assert error["code"] == "OUTPUT_INVALID"
     assert error["raw"] == '{"name":"Rex","age":"three"}'
     assert error["errors"] == ["$.age: expected int, got str"]
+
+
+def test_a_reply_nested_100000_deep_is_output_invalid_in_words() -> None:
+    with Fake("ollama") as fake:
+        for _ in range(2):
+            fake.script(fake.text('{"items": ' + "[" * 100_000))
+        plain = chat(fake, "--schema", "name, items list[str]", "--output-retries", "0", "x")
+        events = chat(
+            fake, "--schema", "name, items list[str]", "--output-retries", "0", "--json", "x"
+        )
+    for done in (plain, events):
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr
+        assert "Recursion" not in done.stderr + done.stdout
+    assert "error[OUTPUT_INVALID]" in plain.stderr
+    assert "nests more than 64 levels deep" in plain.stderr
+    (error,) = [e for e in map(json.loads, events.stdout.splitlines()) if e["type"] == "error"]
+    assert error["code"] == "OUTPUT_INVALID"
+
+
+@pytest.mark.parametrize(
+    ("schema", "said"),
+    [
+        # A million-value enum, 10 MB: refused by its size, before it is even parsed.
+        (
+            json.dumps({"properties": {"c": {"enum": [f"v{i:07}" for i in range(10**6)]}}}),
+            "is longer than 1,000,000 bytes",
+        ),
+        (json.dumps({"enum": [f"v{i}" for i in range(20_000)]}), "more than 10,000 (ollm's"),
+        ('{"items":' * 5000 + "{}" + "}" * 5000, "nests more than 64 levels deep"),
+    ],
+    ids=["10 MB", "an enum of 20,000", "5000 deep"],
+)
+def test_a_schema_file_past_a_bound_is_refused_naming_it(
+    tmp_path: Path, schema: str, said: str
+) -> None:
+    path = tmp_path / "schema.json"
+    path.write_text(schema)
+    with Fake("ollama") as fake:
+        done = chat(fake, "--schema", str(path), "a dog")
+        assert fake.bodies == []
+    assert done.returncode == 1, done.stderr
+    assert "error[INVALID_REQUEST]" in done.stderr
+    assert said in done.stderr
+    assert "Traceback" not in done.stderr

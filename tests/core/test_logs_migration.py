@@ -90,7 +90,7 @@ def test_a_version_1_log_is_migrated_and_its_ids_keep_working(tmp_path: Path) ->
     version_1_log(path)
     with LogStore(path) as store:
         assert store.db.execute("PRAGMA user_version").fetchone()[0] == 5
-        # The refused prompt left the history (-c would send it again), its start kept.
+        # The refused prompt left the history (-c would send it again), kept whole.
         assert [m.text for m in store.load(OLD[0]).messages] == ["question 0", "answer 0"]
         responses = store.responses(OLD[0][:15])
         assert [(r.error_code, r.messages_after) for r in responses] == [
@@ -100,9 +100,7 @@ def test_a_version_1_log_is_migrated_and_its_ids_keep_working(tmp_path: Path) ->
         ]
         unanswered = responses[1].unanswered
         assert unanswered is not None
-        assert unanswered.startswith("word word")
-        assert unanswered.endswith("... (10000 characters in all)")
-        assert len(unanswered) < 600
+        assert unanswered == "word " * 2000
         with pytest.raises(LogsUnavailableError, match="several"):
             store.resolve(OLD[0][:10])
         # Old ids share their first characters: their short forms are as long as needed.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import subprocess
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from gguf_files import header_only, rewrite_gguf
 from llamacpp_helpers import MODEL, registries_with
 
 import ollm
-from ollm_llamacpp import LlamaCppProvider, read_gguf
+from ollm_llamacpp import GGUFError, LlamaCppProvider, read_gguf
 
 pytestmark = pytest.mark.anyio
 
@@ -92,6 +93,28 @@ async def test_a_header_cut_short_is_refused(tmp_path: Path, model_file: Path) -
         error = _error(await _chat(provider, "cut"))
     assert error.code == "LLAMACPP_NOT_GGUF"
     assert "cut short" in error.message
+
+
+def _nested_arrays_gguf(path: Path, depth: int) -> None:
+    """A GGUF header whose one key holds arrays of arrays ``depth`` deep, no tensors."""
+    u32, u64 = (lambda n: struct.pack("<I", n)), (lambda n: struct.pack("<Q", n))
+    key = b"general.deep"
+    nested = (u32(9) + u64(1)) * (depth - 1) + u32(0) + u64(0)  # innermost: no uint8
+    header = b"GGUF" + u32(3) + u64(0) + u64(1) + u64(len(key)) + key + u32(9) + nested
+    path.write_bytes(header)
+
+
+async def test_metadata_nested_thousands_deep_is_refused_in_words(tmp_path: Path) -> None:
+    _nested_arrays_gguf(tmp_path / "deep.gguf", 5000)
+    with pytest.raises(GGUFError, match="nests arrays more than 64 deep"):
+        read_gguf(tmp_path / "deep.gguf")
+    async with LlamaCppProvider(models_dir=tmp_path) as provider:
+        error = _error(await _chat(provider, "deep"))
+    assert error.code == "LLAMACPP_NOT_GGUF"
+    assert "nests arrays" in error.message
+    # A real model's nesting (an array of arrays) still reads.
+    _nested_arrays_gguf(tmp_path / "two.gguf", 2)
+    assert read_gguf(tmp_path / "two.gguf").metadata == {"general.deep": 1}
 
 
 async def test_an_architecture_llama_cpp_does_not_know(tmp_path: Path, model_file: Path) -> None:

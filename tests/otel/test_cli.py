@@ -5,6 +5,7 @@ OpenTelemetry is imported."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -132,3 +133,83 @@ def test_variables_set_for_other_programs_never_fail_a_chat_but_trace_does(
     assert asked.returncode == 1, asked.stderr
     assert "zipkin" in asked.stderr
     assert "Traceback" not in asked.stderr
+
+
+def _chat_with(
+    server: FakeOpenAIServer, *flags: str, backend: str = "asyncio", **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``ollm chat`` with the OTEL_* variables given alone (metrics left at their default)."""
+    return subprocess.run(
+        [OLLM, "--backend", backend, "chat", "-p", "openai", "-m", MODEL, *flags, "Hi"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=otel_free_env(OPENAI_BASE_URL=server.base_url, **env),
+    )
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_trace_without_an_endpoint_exports_nowhere_and_says_so_in_one_line(
+    server: FakeOpenAIServer, backend: str
+) -> None:
+    # The SDK's default endpoint is localhost:4318: a collector there (when the port is
+    # free on this machine) must get nothing, and without one no retry line may show.
+    try:
+        default: Collector | None = Collector(port=4318).start()
+    except OSError:
+        default = None
+    try:
+        done = _chat_with(server, "--trace", backend=backend)
+    finally:
+        if default is not None:
+            default.stop()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello there.\n"
+    if default is not None:
+        assert default.paths == []
+    [line] = [line for line in done.stderr.splitlines() if line.strip()]
+    assert line.startswith("warning: Traces and metrics go nowhere: no OTEL_EXPORTER_OTLP_ENDPOINT")
+    assert "OTEL_TRACES_EXPORTER=console" in line
+    assert "traceparent" in server.chat_requests[0].headers  # the chat itself is traced
+
+
+def test_the_console_exporter_writes_spans_and_metrics_on_stderr(
+    server: FakeOpenAIServer,
+) -> None:
+    done = _chat_with(server, OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="console")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello there.\n"  # the reply alone: the spans are not on stdout
+    assert f'"name": "chat {MODEL}"' in done.stderr
+    assert '"name": "invoke_agent"' in done.stderr
+    assert '"name": "gen_ai.client.operation.duration"' in done.stderr
+    assert "nowhere" not in done.stderr
+    assert "Traceback" not in done.stderr
+    json_events = _chat_with(server, "--json", "--trace", OTEL_TRACES_EXPORTER="console")
+    assert json_events.returncode == 0, json_events.stderr
+    assert all(line.startswith('{"type":') for line in json_events.stdout.splitlines())
+    assert '"name": "invoke_agent"' in json_events.stderr
+
+
+def test_an_endpoint_that_refuses_prints_no_raw_library_lines(server: FakeOpenAIServer) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    # Nothing listens there: the exporter retries within the flush bound, and its
+    # libraries log each retry (urllib3's pool, the exporter's "Transient error").
+    done = _chat_with(server, "--trace", OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello there.\n"
+    assert "HTTPConnectionPool" not in done.stderr
+    assert "Transient error" not in done.stderr
+    debug = subprocess.run(
+        [OLLM, "--debug", "chat", "-p", "openai", "-m", MODEL, "--trace", "Hi"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=otel_free_env(
+            OPENAI_BASE_URL=server.base_url, OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}"
+        ),
+    )
+    assert "Transient error" in debug.stderr  # --debug shows them, with their logger

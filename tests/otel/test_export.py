@@ -87,7 +87,7 @@ async def test_a_failing_exporter_does_not_fail_the_chat() -> None:
     ("environ", "said"),
     [
         ({"OTEL_TRACES_EXPORTER": "zipkin"}, "OTEL_TRACES_EXPORTER='zipkin' is not an exporter"),
-        ({"OTEL_METRICS_EXPORTER": "prometheus"}, "use otlp or none"),
+        ({"OTEL_METRICS_EXPORTER": "prometheus"}, "use otlp, console or none"),
         ({"OLLM_OTEL_FLUSH_TIMEOUT": "soon"}, "'soon' is not a number of seconds"),
         ({"OLLM_OTEL_FLUSH_TIMEOUT": "-1"}, "is not a number of seconds"),
     ],
@@ -96,3 +96,29 @@ def test_settings_it_cannot_use_are_refused_in_words(environ: dict[str, str], sa
     with pytest.raises(ValueError) as caught:
         configure(environ, install=False)
     assert said in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("environ", "warned"),
+    [
+        ({}, "Traces and metrics go nowhere"),
+        (NO_METRICS, "Traces go nowhere"),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:9/v1/traces"}, None),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}, None),
+        ({"OTEL_TRACES_EXPORTER": "console"}, None),  # metrics quietly off beside it
+    ],
+)
+def test_otlp_without_an_endpoint_exports_nowhere_with_one_warning(
+    environ: dict[str, str], warned: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING", logger="ollm_otel"):
+        exporting = configure(environ, install=False)
+    exporting.shutdown(60)
+    said = [r.getMessage() for r in caplog.records if r.name == "ollm_otel"]
+    if warned is None:
+        assert said == []
+    else:
+        [line] = said
+        assert line.startswith(warned)
+        assert "OTEL_EXPORTER_OTLP_ENDPOINT" in line
+        assert "OTEL_TRACES_EXPORTER=console" in line

@@ -4,6 +4,8 @@ with one MIDDLEWARE_FAILED and leave the history intact."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -423,6 +425,41 @@ async def test_plain_methods_run_in_a_worker_thread(anyio_backend: str) -> None:
     await client(ScriptedProvider("hi"), middleware=[Plain()]).run("hi")
     assert threads
     assert threading.get_ident() not in threads
+
+
+STUCK_FOR_EVER = """
+import sys, threading
+import anyio, ollm
+from ollm_testutils.mock import ScriptedProvider
+
+class Stuck:
+    def on_request(self, ctx, request):
+        threading.Event().wait()  # never returns
+
+async def main():
+    client = ollm.ChatClient(
+        ollm.Registries(), provider=ScriptedProvider("hello"), middleware=[Stuck()],
+        middleware_timeout=0.05,
+    )
+    result = await client.run("hi")
+    print(result.error.code if result.error else "no error", flush=True)
+
+anyio.run(main, backend=sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_plain_method_stuck_for_ever_ends_the_chat_and_lets_the_process_exit(
+    backend: str,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", STUCK_FOR_EVER, backend],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a hang detector: the process must exit at all, however slowly
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "MIDDLEWARE_FAILED\n"
 
 
 async def test_the_context_names_the_chat(anyio_backend: str) -> None:

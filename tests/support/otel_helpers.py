@@ -94,16 +94,16 @@ async def chat(
 
 
 class Collector(FakeServer):
-    """An OTLP/HTTP collector on 127.0.0.1: keeps the spans exported to it; one made
-    with ``hang=True`` never answers (until it stops)."""
+    """An OTLP/HTTP collector on 127.0.0.1 (at ``port``, else a free one): keeps the
+    spans exported to it; one made with ``hang=True`` never answers (until it stops)."""
 
-    def __init__(self, *, hang: bool = False) -> None:
+    def __init__(self, *, hang: bool = False, port: int = 0) -> None:
         self.hang = hang
         self.paths: list[str] = []
         self.span_list: list[Any] = []
         self._stopping = threading.Event()
         self._lock = threading.Lock()
-        super().__init__()
+        super().__init__(port=port)
 
     def _handle(self, request: HttpRequest, response: Response, connection: Connection) -> None:
         with self._lock:

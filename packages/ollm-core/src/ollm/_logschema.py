@@ -78,14 +78,11 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE responses ADD COLUMN unanswered TEXT",
         # Version 1 logged prompts no model answered (refused as too long, or the server
         # was down) as messages, and `ollm chat -c` sent them again, and failed again. Those
-        # at a conversation's end become what version 2 writes: the start of the prompt,
-        # kept with a response of its own.
+        # at a conversation's end move to a response of their own, as version 2 writes
+        # them, but whole: version 1 kept the user's words, and a migration never loses
+        # what a user wrote (version 2 bounds only the prompts it logs itself).
         f"""INSERT INTO responses (conversation_id, created_at, messages_after, unanswered)
-            SELECT m.conversation_id, m.created_at, m.seq,
-                CASE WHEN length(m.content) > {UNANSWERED_PREVIEW}
-                THEN substr(m.content, 1, {UNANSWERED_PREVIEW}) || '... ('
-                    || length(m.content) || ' characters in all)'
-                ELSE m.content END
+            SELECT m.conversation_id, m.created_at, m.seq, m.content
             FROM messages m WHERE {_UNANSWERED} ORDER BY m.conversation_id, m.seq""",
         f"DELETE FROM messages WHERE id IN (SELECT m.id FROM messages m WHERE {_UNANSWERED})",
         """UPDATE responses SET messages_after = (

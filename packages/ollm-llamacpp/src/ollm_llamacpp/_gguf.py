@@ -6,7 +6,7 @@ words instead of failing inside the library). The header is read through ``mmap`
 every offset checked against the file's size, so a truncated or corrupt file is a
 ``GGUFError`` (a ``ValueError``), never a crash or a read past the end. Numeric arrays
 (the tokenizer's scores and types) are skipped, not decoded; string arrays (its
-vocabulary) are walked, not kept.
+vocabulary) are walked, not kept; arrays of arrays nest at most ``_MAX_NESTING`` deep.
 
 The format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
 """
@@ -46,6 +46,9 @@ _FIXED: dict[int, tuple[str, int]] = {
 _MAX_KEYS = 100_000
 _MAX_TENSORS = 1_000_000
 _MAX_DIMS = 8
+# Arrays of arrays: real models nest one or two; a file nesting thousands is hostile
+# (read recursively, it would end in a RecursionError), refused like other malformed ones.
+_MAX_NESTING = 64
 
 # llama.cpp's file types (general.file_type, enum llama_ftype), as its tools name them.
 _FILE_TYPES = {
@@ -237,7 +240,12 @@ class _Reader:
             return self.array()
         raise GGUFError(f"the header has a value of unknown type {kind}")
 
-    def array(self) -> int:
+    def array(self, depth: int = 1) -> int:
+        if depth > _MAX_NESTING:
+            raise GGUFError(
+                f"its header nests arrays more than {_MAX_NESTING} deep (no model does; "
+                "the file is malformed)"
+            )
         kind = self.u32()
         count = self.u64()
         if count > self.size:
@@ -249,7 +257,7 @@ class _Reader:
                 self.skip_string()
         elif kind == _ARRAY:
             for _ in range(count):
-                self.array()
+                self.array(depth + 1)
         else:
             raise GGUFError(f"the header has an array of unknown type {kind}")
         return count

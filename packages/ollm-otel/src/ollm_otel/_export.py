@@ -4,10 +4,12 @@ within a bound.
 What ``ollm chat --trace`` and ``OTEL_EXPORTER_OTLP_ENDPOINT`` use when no application
 set up OpenTelemetry itself: a ``TracerProvider`` and a ``MeterProvider`` whose exporters
 ``OTEL_TRACES_EXPORTER`` and ``OTEL_METRICS_EXPORTER`` name (``otlp`` by default, the
-OTLP/HTTP exporter reading ``OTEL_EXPORTER_OTLP_ENDPOINT`` and its siblings; ``none``
-for nothing). Spans leave in a background thread (a batch), so an exporter that fails or
-hangs never slows a chat; at exit the batch is flushed for at most ``FLUSH_TIMEOUT``
-seconds (``OLLM_OTEL_FLUSH_TIMEOUT``), never longer.
+OTLP/HTTP exporter reading ``OTEL_EXPORTER_OTLP_ENDPOINT`` and its siblings; ``console``
+to write them on stderr; ``none`` for nothing). ``otlp`` with no endpoint variable set
+exports nowhere, with one warning saying how to choose one: never to the SDK's default
+``localhost:4318``, an address the user did not name. Spans leave in a background thread
+(a batch), so an exporter that fails or hangs never slows a chat; at exit the batch is
+flushed for at most ``FLUSH_TIMEOUT`` seconds (``OLLM_OTEL_FLUSH_TIMEOUT``), never longer.
 
 Needs ``pip install 'ollm-otel[export]'`` (the SDK and the OTLP exporter).
 
@@ -20,6 +22,7 @@ import atexit
 import importlib
 import logging
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -96,12 +99,28 @@ def configure(
     resource = Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "ollm"})
     # The SDK's own exit handlers wait for a hanging exporter without a bound: ours does.
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    spans = span_exporter if span_exporter is not None else _exporter(env, "OTEL_TRACES_EXPORTER")
+    unnamed: list[str] = []  # what otlp would send to an address nobody named
+    spans = (
+        span_exporter
+        if span_exporter is not None
+        else _exporter(env, "OTEL_TRACES_EXPORTER", unnamed)
+    )
     if spans is not None:
         tracer_provider.add_span_processor(BatchSpanProcessor(spans))
     metrics = (
-        metric_exporter if metric_exporter is not None else _exporter(env, "OTEL_METRICS_EXPORTER")
+        metric_exporter
+        if metric_exporter is not None
+        else _exporter(env, "OTEL_METRICS_EXPORTER", unnamed)
     )
+    # One line, when the traces (what --trace is for) have nowhere to go; metrics
+    # without an endpoint beside traces that do (on the console) are quietly off.
+    if "traces" in unnamed:
+        log.warning(
+            "%s go nowhere: no OTEL_EXPORTER_OTLP_ENDPOINT is set. Set it to your "
+            "collector's address (such as http://localhost:4318), or set "
+            "OTEL_TRACES_EXPORTER=console to see the spans on stderr",
+            " and ".join(unnamed).capitalize(),
+        )
     readers = [PeriodicExportingMetricReader(metrics)] if metrics is not None else []
     meter_provider = MeterProvider(
         resource=resource, metric_readers=readers, shutdown_on_exit=False
@@ -119,34 +138,51 @@ def configure(
 
 def _choice(env: Mapping[str, str], name: str) -> str:
     value = (env.get(name) or "otlp").strip().lower()
-    if value not in ("otlp", "none"):
+    if value not in ("otlp", "console", "none"):
         raise ValueError(
-            f"{name}={value!r} is not an exporter ollm-otel sets up: use otlp or none "
-            "(or set up OpenTelemetry in your application and name the middleware there)"
+            f"{name}={value!r} is not an exporter ollm-otel sets up: use otlp, console or "
+            "none (or set up OpenTelemetry in your application and name the middleware there)"
         )
     return value
 
 
-# What each variable's ``otlp`` is: the module and class of its exporter, what it sends.
+# What each variable's ``otlp`` is: the module and class of its exporter, what it sends,
+# and the variable naming its own endpoint (besides OTEL_EXPORTER_OTLP_ENDPOINT).
 _OTLP = {
     "OTEL_TRACES_EXPORTER": (
         "opentelemetry.exporter.otlp.proto.http.trace_exporter",
         "OTLPSpanExporter",
         "traces",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
     ),
     "OTEL_METRICS_EXPORTER": (
         "opentelemetry.exporter.otlp.proto.http.metric_exporter",
         "OTLPMetricExporter",
         "metrics",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
     ),
+}
+# And its ``console``: the SDK's exporter that writes each batch as JSON.
+_CONSOLE = {
+    "OTEL_TRACES_EXPORTER": ("opentelemetry.sdk.trace.export", "ConsoleSpanExporter"),
+    "OTEL_METRICS_EXPORTER": ("opentelemetry.sdk.metrics.export", "ConsoleMetricExporter"),
 }
 
 
-def _exporter(env: Mapping[str, str], variable: str) -> Any:
-    """The exporter ``variable`` names (``None`` for ``none``)."""
-    if _choice(env, variable) == "none":
+def _exporter(env: Mapping[str, str], variable: str, unnamed: list[str]) -> Any:
+    """The exporter ``variable`` names (``None`` for ``none``, and for ``otlp`` without
+    an endpoint: then what it sends is added to ``unnamed``)."""
+    choice = _choice(env, variable)
+    if choice == "none":
         return None
-    module, name, sends = _OTLP[variable]
+    if choice == "console":
+        module, name = _CONSOLE[variable]
+        # On stderr: stdout is the reply's (and --json's events').
+        return getattr(importlib.import_module(module), name)(out=sys.stderr)
+    module, name, sends, own = _OTLP[variable]
+    if not any((env.get(v) or "").strip() for v in ("OTEL_EXPORTER_OTLP_ENDPOINT", own)):
+        unnamed.append(sends)
+        return None
     try:
         exporter = getattr(importlib.import_module(module), name)
     except ImportError:

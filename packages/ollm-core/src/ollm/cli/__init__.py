@@ -162,13 +162,17 @@ def _configure_logging(debug: bool) -> None:
     import logging
 
     # Plugins log under their own names (ollm_ollama...), so the root logger takes it all:
-    # warnings as one line each, everything with --debug.
+    # ollm's warnings as one line each, everything with --debug. Other libraries' records
+    # (urllib3's retries under an exporter, say) are raw lines that name no next step:
+    # only --debug shows them.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         logging.Formatter(
             "%(levelname)s %(name)s: %(message)s" if debug else "warning: %(message)s"
         )
     )
+    if not debug:
+        handler.addFilter(lambda record: record.name.split(".", 1)[0].startswith("ollm"))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if debug else logging.WARNING)

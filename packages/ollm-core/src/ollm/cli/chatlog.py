@@ -8,7 +8,10 @@ so there a failure to open it is an error.
 
 What is logged is what a model answered: a prompt no model answered (refused as too
 long, or the request failed) is recorded as a response with its error and the start of
-the prompt, not as a message, so ``ollm chat -c`` never sends it again. When another
+the prompt, not as a message, so ``ollm chat -c`` never sends it again, and says so in
+one line when it goes on without it. A prompt whose reply had begun to stream when it
+broke (``STREAM_INTERRUPTED``: the server took it, perhaps mid tool call, where no text
+is kept) is the conversation's, as an answered one is. When another
 ``ollm chat -c`` went on with the same conversation meanwhile, this session's exchange
 goes to a new conversation that branches from it, with a note naming it.
 """
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ollm.cli.terminal import Terminal
-from ollm.errors import OllmError
+from ollm.errors import ErrorCode, OllmError
 from ollm.runtime.conversation import Conversation
 from ollm.types.events import (
     CompactionEvent,
@@ -103,6 +106,14 @@ class ChatLog:
         conversation = self.store.load(info.id)
         self.cid = info.id
         self.saved = self.base = len(conversation.messages)
+        last = self.store.responses(info.id)[-1:]
+        if last and last[0].unanswered is not None and last[0].messages_after == self.saved:
+            why = f" ({last[0].error_code})" if last[0].error_code else ""
+            self.terminal.info(
+                f"note: the last prompt of conversation {info.short_id or info.id} got no "
+                f"answer{why} and is not part of it: this chat goes on without it.",
+                "dim",
+            )
         return conversation, info
 
     def recent_models(self, provider: str) -> list[str]:
@@ -154,7 +165,11 @@ class ChatLog:
         new = messages[self.saved :]
         if not new and finish is None:
             return len(messages)
-        answered = self._checkpointed or any(m.role == "assistant" for m in new)
+        answered = (
+            self._checkpointed
+            or any(m.role == "assistant" for m in new)
+            or (error is not None and error.code == ErrorCode.STREAM_INTERRUPTED)
+        )
         # A reply logged early, whose calls changed before they ran, takes its final form.
         replaced = {
             i: messages[i] for i, m in self._early.items() if i < len(messages) and messages[i] != m

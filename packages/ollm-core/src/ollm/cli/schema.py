@@ -5,6 +5,10 @@ Fields are separated by commas (or by newlines, when there are any: then a field
 description may hold commas). Each is ``NAME [TYPE][: DESCRIPTION]``; TYPE is ``str`` (the
 default), ``int``, ``float``, ``bool``, or ``list[...]`` of one of them. Every field is
 required. ``--schema-multi`` asks for a list of such objects, as ``{"items": [...]}``.
+
+A JSON Schema (a file or the argument) is bounded: at most ``MAX_SCHEMA_BYTES`` of text,
+then the bounds of every schema (``ollm.output.schema.schema_too_large``); past one, the
+command ends with INVALID_REQUEST naming it, before anything is sent.
 """
 
 from __future__ import annotations
@@ -15,8 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from ollm.errors import InvalidRequestError
+from ollm.output.schema import MAX_SCHEMA_DEPTH, schema_too_large
 
-__all__ = ["schema_of"]
+__all__ = ["MAX_SCHEMA_BYTES", "schema_of"]
+
+MAX_SCHEMA_BYTES = 1_000_000
+"""The longest JSON Schema text ``--schema`` reads (a real one is a few kilobytes)."""
 
 _TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
 _FIELD = re.compile(r"\s*([A-Za-z_][\w-]*)\s*([^:]*?)\s*(?::\s*(.*?))?\s*$", re.DOTALL)
@@ -31,7 +39,9 @@ def schema_of(spec: str, *, multi: bool = False) -> dict[str, Any]:
     elif _looks_like_a_file(text):
         path = Path(text).expanduser()
         try:
-            content = path.read_text(encoding="utf-8")
+            # One byte past the bound tells a file too long without reading all of it.
+            with path.open("rb") as file:
+                content = file.read(MAX_SCHEMA_BYTES + 1).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise InvalidRequestError(
@@ -55,6 +65,11 @@ def _looks_like_a_file(text: str) -> bool:
 
 
 def _json(text: str, where: str) -> dict[str, Any]:
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_SCHEMA_BYTES:
+        raise InvalidRequestError(
+            f"{where} is longer than {MAX_SCHEMA_BYTES:,} bytes, ollm's bound for a JSON "
+            "Schema; give a smaller one."
+        )
     try:
         schema = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -62,8 +77,16 @@ def _json(text: str, where: str) -> dict[str, Any]:
             f"{where} is not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno}). "
             "Give a JSON Schema object, or fields such as 'name, age int'."
         ) from None
+    except RecursionError:  # json's own bound, far past ours
+        raise InvalidRequestError(
+            f"{where}: the JSON Schema nests more than {MAX_SCHEMA_DEPTH} levels deep "
+            "(ollm's bound); give a flatter one."
+        ) from None
     if not isinstance(schema, dict):
         raise InvalidRequestError(f"{where} is not a JSON Schema object (a {{...}}).")
+    too_large = schema_too_large(schema)
+    if too_large is not None:
+        raise InvalidRequestError(f"{where}: {too_large}.")
     return schema
 
 

@@ -19,7 +19,9 @@ elements when they complete, and the string being written shows what has arrived
 (republished while short, then each time it has doubled, so a long string costs O(n)
 too). Text before the first ``{`` or ``[`` (prose, a code fence) is skipped, and what
 follows the value is ignored; anything else that is not JSON stops the reading (the
-reply is judged whole at its end anyway).
+reply is judged whole at its end anyway), and so does a value that nests more than
+``MAX_JSON_DEPTH`` levels, as tool-call arguments may not: a model's output never makes
+the value (nor the events that show it) too deep to walk or to encode.
 
 Internal: not part of ollm's public API; its layout may change in any release.
 """
@@ -31,6 +33,7 @@ from typing import Any
 
 import msgspec
 
+from ollm.types.depth import MAX_JSON_DEPTH
 from ollm.types.events import PartialOutputEvent
 
 __all__ = ["NEVER", "PartialJSON"]
@@ -261,6 +264,9 @@ class PartialJSON:
                     self._slot = (container, len(container))
                     container.append("")
                 continue
+            if len(stack) >= MAX_JSON_DEPTH:
+                self.stopped = True  # the final reply is judged (and refused) whole
+                return changed
             child: dict[str, Any] | list[Any] = {} if mark == "{" else []
             if is_dict:
                 container[key] = child
@@ -287,7 +293,7 @@ class PartialJSON:
                 container.update(msgspec.json.decode(f"{{{elements}}}"))
             else:
                 container.extend(msgspec.json.decode(f"[{elements}]"))
-        except (msgspec.DecodeError, TypeError):
+        except (msgspec.DecodeError, TypeError, RecursionError):
             self.stopped = True
             return False
         return True
@@ -367,6 +373,8 @@ def _bulk(text: str, start: int, end: int, container: Any, is_dict: bool) -> int
             if str(exc).startswith(_CLOSED_EARLIER):
                 return start  # the container ends before this cut, and so before any
             continue
+        except RecursionError:
+            return start  # nested past msgspec's bound: the stack above refuses it
         if is_dict:
             container.update(found)
         else:

@@ -18,10 +18,30 @@ from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
-__all__ = ["OutputMismatch", "OutputType"]
+from ollm.types.depth import MAX_JSON_DEPTH, nests_deeper_than
+
+__all__ = [
+    "MAX_SCHEMA_DEPTH",
+    "MAX_SCHEMA_ENUM",
+    "MAX_SCHEMA_NODES",
+    "OutputMismatch",
+    "OutputType",
+    "schema_too_large",
+]
 
 _AT_PATH = re.compile(r"^(?P<what>.*) - at `(?P<path>\$[^`]*)`$", re.DOTALL)
-_MAX_DEPTH = 64
+
+# A JSON Schema given as a dict is someone's input (a --schema file, a request to a
+# server built on ollm): bounded before anything walks it, so that neither recursion nor
+# a giant enum (a Literal of a million values costs seconds) can take a chat down.
+# Real schemas are far below each: OpenAI's structured outputs allow 5 levels, 5,000
+# properties and 1,000 enum values.
+MAX_SCHEMA_DEPTH = MAX_JSON_DEPTH
+"""The deepest nesting of a JSON Schema dict (its objects and arrays)."""
+MAX_SCHEMA_NODES = 100_000
+"""The most values (objects, arrays, strings, numbers...) a JSON Schema dict may hold."""
+MAX_SCHEMA_ENUM = 10_000
+"""The most values one ``enum`` of a JSON Schema may list."""
 
 
 class OutputMismatch(Exception):
@@ -47,6 +67,9 @@ class OutputType:
         self._given = given
         self._decoder: msgspec.json.Decoder[Any]
         if isinstance(given, dict):
+            too_large = schema_too_large(given)
+            if too_large is not None:
+                raise ValueError(f"output: {too_large}")
             self.schema = _root_inlined(copy.deepcopy(given))
             target: Any = _JSONSchemaType(given).type_of(given, 0)
             try:
@@ -80,9 +103,12 @@ class OutputType:
         return self._given
 
     def decode(self, text: str) -> Any:
-        """The value of ``text`` (JSON); ``OutputMismatch`` if it is not one."""
+        """The value of ``text`` (JSON); ``OutputMismatch`` if it is not one, or if it
+        nests more than ``MAX_JSON_DEPTH`` levels (as tool-call arguments may not)."""
         try:
             value = self._decoder.decode(text)
+            if nests_deeper_than(value):
+                raise RecursionError
             if self._plain:
                 msgspec.convert(value, self._check)
         except msgspec.ValidationError as exc:
@@ -91,11 +117,50 @@ class OutputType:
             why = str(exc).removeprefix("JSON is malformed: ")
             errors = (f"$: the reply is not valid JSON ({why})",)
             raise OutputMismatch(errors, not_json=True) from None
+        except RecursionError:  # msgspec's own bound (about 1,000 levels), or ours
+            errors = (f"$: the value nests more than {MAX_JSON_DEPTH} levels deep",)
+            raise OutputMismatch(errors, not_json=False) from None
         return value
 
     def encode(self, value: Any) -> str:
         """``value`` as the JSON a model would write for it."""
         return msgspec.json.encode(value).decode()
+
+
+def schema_too_large(schema: object) -> str | None:
+    """Why ``schema`` (a JSON Schema, decoded) is past ollm's bounds, or ``None``: more
+    than ``MAX_SCHEMA_DEPTH`` levels, ``MAX_SCHEMA_NODES`` values or ``MAX_SCHEMA_ENUM``
+    values in one ``enum``. Iterative, and it stops at the first bound passed."""
+    stack: list[tuple[object, int]] = [(schema, 1)]
+    nodes = 0
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_SCHEMA_NODES:
+            return (
+                f"the JSON Schema holds more than {MAX_SCHEMA_NODES:,} values "
+                "(ollm's bound); give a smaller one"
+            )
+        if isinstance(item, dict):
+            enum = item.get("enum")
+            if isinstance(enum, list) and len(enum) > MAX_SCHEMA_ENUM:
+                return (
+                    f"an enum of the JSON Schema lists {len(enum):,} values, more than "
+                    f"{MAX_SCHEMA_ENUM:,} (ollm's bound); use a string with a pattern or "
+                    "a shorter list"
+                )
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > MAX_SCHEMA_DEPTH:
+            return (
+                f"the JSON Schema nests more than {MAX_SCHEMA_DEPTH} levels deep "
+                "(ollm's bound); give a flatter one"
+            )
+        stack.extend((child, depth + 1) for child in children)
+    return None
 
 
 def _made(given: Any) -> tuple[dict[str, Any], msgspec.json.Decoder[Any]]:
@@ -154,7 +219,7 @@ class _JSONSchemaType:
         self.count = 0
 
     def type_of(self, node: Any, depth: int, seen: tuple[str, ...] = ()) -> Any:
-        if depth > _MAX_DEPTH or not isinstance(node, dict):
+        if depth > MAX_SCHEMA_DEPTH or not isinstance(node, dict):
             return Any
         ref = node.get("$ref")
         if isinstance(ref, str):

@@ -1,6 +1,7 @@
 """The middleware of one chat: its layers in order, and how each method is called.
 
-Each method call is bounded: a plain method runs in a worker thread, every call runs
+Each method call is bounded: a plain method runs in a daemon thread (one stuck for ever
+cannot keep the process from exiting once the chat gave up on it), every call runs
 under the chat's abort signal and the chat's ``middleware_timeout``, and whatever goes
 wrong (an exception, the timeout, an answer of the wrong kind) becomes one
 ``MiddlewareError`` naming the middleware and its method. The chain checks what each
@@ -24,10 +25,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
-import anyio.to_thread
 import msgspec
 
 from ollm.errors import ErrorCode, MiddlewareError
+from ollm.runtime.daemon import run_in_daemon_thread
 from ollm.tools.result import ToolResult
 from ollm.types.abort import AbortSignal
 from ollm.types.events import CHAT_EVENT_TYPES, ChatEvent, FinishEvent
@@ -155,9 +156,8 @@ class MiddlewareChain:
                     if asynchronous:
                         result = await method(self.context, *args)
                     else:
-                        result = await anyio.to_thread.run_sync(
-                            functools.partial(method, self.context, *args),
-                            abandon_on_cancel=True,
+                        result = await run_in_daemon_thread(
+                            functools.partial(method, self.context, *args)
                         )
                 except (Exception, SystemExit) as exc:
                     log.debug("middleware %r failed in %s", layer.name, hook, exc_info=exc)

@@ -1,7 +1,7 @@
 """What middleware sees and answers: the chat's context, and the verdicts on a tool call.
 
 A middleware is any object with one or more of these methods, each ``async`` or plain
-(a plain one runs in a worker thread); ``ctx`` is the chat's ``MiddlewareContext``:
+(a plain one runs in a daemon thread); ``ctx`` is the chat's ``MiddlewareContext``:
 
 - ``on_request(ctx, request) -> request``: before each request to the provider (it may
   change the model, the options, the messages or the tools);
