@@ -182,31 +182,43 @@ class Redact:
 
     def _feed(self, stream: _Stream, piece: str) -> str:
         """What of ``stream``, with ``piece`` added, can be shown now, redacted."""
-        head = stream.run or ""  # the key the stream ended in, already replaced
-        text = head + stream.tail + piece
+        text = (stream.run or "") + stream.tail + piece
+        out, shown, redacted = self._redacted(text, len(stream.run or ""))
+        if shown == len(text) and redacted < shown:  # the key may go on in the next piece
+            stream.run, stream.tail = _context(text[redacted:]), ""
+            return "".join(out)
+        keep = max(shown, len(text) - self.hold)
+        out.append(text[shown:keep])
+        # What was replaced last stays beside the held characters while nothing shown
+        # stands between them: a key may start inside it (``xoxb-...`` swallowing the
+        # start of ``hf_...``) and go on in them.
+        adjacent = keep == shown and redacted < shown
+        stream.run = _context(text[redacted:shown]) if adjacent else None
+        stream.tail = text[keep:]
+        return "".join(out)
+
+    def _redacted(self, text: str, shown: int) -> tuple[list[str], int, int]:
+        """``text`` from ``shown`` on, to the end of its last match, redacted (matches
+        that began before ``shown`` were replaced already: the rest of them is dropped);
+        where that end is, and where the run of text replaced there began."""
         out: list[str] = []
-        shown = len(head)
+        redacted = 0
         for start, end in self._spans(text):
             if end <= shown:
                 continue
             if start >= shown:
                 out += (text[shown:start], self.replacement)
-            # else: the key of the last piece goes on; dropped
+                redacted = start
             shown = end
-            if end == len(text):  # the key may go on in the next piece
-                stream.run = _context(text[start:])
-                stream.tail = ""
-                return "".join(out)
-        stream.run = None
-        keep = max(shown, len(text) - self.hold)
-        out.append(text[shown:keep])
-        stream.tail = text[keep:]
-        return "".join(out)
+        return out, shown, redacted
 
     def _end(self, stream: _Stream) -> str:
         """The rest of a stream that has ended, redacted."""
-        tail, stream.tail, stream.run = stream.tail, "", None
-        return self.text(tail) if tail else ""
+        text = (stream.run or "") + stream.tail
+        out, shown, _ = self._redacted(text, len(stream.run or ""))
+        out.append(text[shown:])
+        stream.run, stream.tail = None, ""
+        return "".join(out)
 
     def _settled(self, text: str) -> str:
         """``text`` redacted, less its last characters where a key may be beginning (a
