@@ -13,7 +13,7 @@ The request's span rides along with the request: its W3C ``traceparent`` is put 
 Message content is recorded only when asked for
 (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``), taken from the history
 as it is kept, each attribute capped. What is recorded goes through the chat's
-``redact`` first (``ollm.middleware.redaction``), whichever of the two runs outside the
+``redact`` first (``ollm.kit.redaction``), whichever of the two runs outside the
 other: the system prompt and a request's messages are read before an inner ``redact``
 has seen the request.
 
@@ -34,7 +34,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_contex
 
 from ollm import MiddlewareContext, ToolCall, ToolResult
 from ollm.errors import ErrorCode
-from ollm.middleware import redaction
+from ollm.kit import redaction
 from ollm.types import (
     ErrorEvent,
     FinishEvent,
