@@ -17,6 +17,8 @@ plugins have; none of them imports a private ``ollm._*`` module (a test checks i
 - ``schema_instructions``, ``extract_json`` and ``with_system``: what an output
   strategy (``ollm_output_strategies``) shares with the built-in one: the schema stated
   for the model, the JSON value read out of a reply, a request with more system prompt.
+- ``redaction``: a value as the chat's ``redact`` middleware makes it, for a middleware
+  that records content (``ollm-otel``'s spans), whatever their order.
 
 The HTTP side of a provider (connections, streams, retries, the mapping of failures to
 ollm's errors) is the ``ollm-http`` distribution: ``ollm_http.HTTPProvider``.
@@ -37,6 +39,7 @@ from ollm._lazy import lazy_exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ollm.middleware.redact import redaction
     from ollm.output.native import extract_json, schema_instructions, with_system
     from ollm.registries.tokens import UsageAnchors, fallback_count, request_text
     from ollm.tools.toolset import check_toolset_name, valid_tool_name
@@ -53,6 +56,7 @@ __all__ = [
     "new_call_id",
     "one_line",
     "quote",
+    "redaction",
     "request_text",
     "schema_instructions",
     "text_list",
@@ -68,6 +72,7 @@ _LAZY: dict[str, str] = {
     "with_system": "ollm.output.native",
     "fallback_count": "ollm.registries.tokens",
     "request_text": "ollm.registries.tokens",
+    "redaction": "ollm.middleware.redact",
     "valid_tool_name": "ollm.tools.toolset",
 }
 

@@ -12,7 +12,10 @@ The request's span rides along with the request: its W3C ``traceparent`` is put 
 
 Message content is recorded only when asked for
 (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``), taken from the history
-as it is kept (after ``redact``, when it runs), each attribute capped.
+as it is kept, each attribute capped. What is recorded goes through the chat's
+``redact`` first (``ollm.kit.redaction``), whichever of the two runs outside the
+other: the system prompt and a request's messages are read before an inner ``redact``
+has seen the request.
 
 Internal: the public names are re-exported by ``ollm_otel``.
 """
@@ -31,6 +34,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_contex
 
 from ollm import MiddlewareContext, ToolCall, ToolResult
 from ollm.errors import ErrorCode
+from ollm.kit import redaction
 from ollm.types import (
     ErrorEvent,
     FinishEvent,
@@ -214,7 +218,7 @@ class Otel:
         attributes[n.CONVERSATION_ID] = ctx.conversation_id
         attributes.update(attribute.options(request))
         if self.capture_content:
-            attributes.update(self._input(request))
+            attributes.update(self._input(ctx, request))
         span = self._tracer.start_span(
             f"{n.CHAT} {request.model}",
             context=set_span_in_context(chat.agent),
@@ -336,10 +340,8 @@ class Otel:
             if self.capture_content:
                 output = _last(ctx.conversation.messages, "assistant")
                 if output is not None:
-                    span.set_attribute(
-                        n.OUTPUT_MESSAGES,
-                        capped([message_json(output, shown)], self.content_limit),
-                    )
+                    shaped = redaction(ctx)(message_json(output, shown))
+                    span.set_attribute(n.OUTPUT_MESSAGES, capped([shaped], self.content_limit))
         if usage is not None:
             span.set_attributes(attribute.usage(usage))
             self._tokens.record(usage.prompt_tokens, {**attributes, n.TOKEN_TYPE: "input"})
@@ -380,11 +382,14 @@ class Otel:
 
     # -- content ---------------------------------------------------------------------
 
-    def _input(self, request: ProviderRequest) -> dict[str, str]:
+    def _input(self, ctx: MiddlewareContext, request: ProviderRequest) -> dict[str, str]:
         limit = self.content_limit
-        shaped = {n.INPUT_MESSAGES: capped([message_json(m) for m in request.messages], limit)}
+        redacted = redaction(ctx)
+        messages = redacted([message_json(m) for m in request.messages])
+        shaped = {n.INPUT_MESSAGES: capped(messages, limit)}
         if request.system_prompt:
-            shaped[n.SYSTEM_INSTRUCTIONS] = capped(system_json(request.system_prompt), limit)
+            system = redacted(system_json(request.system_prompt))
+            shaped[n.SYSTEM_INSTRUCTIONS] = capped(system, limit)
         return shaped
 
     def _tool_content(self, span: Span, ctx: MiddlewareContext, call: ToolCall) -> None:
@@ -397,9 +402,12 @@ class Otel:
             elif message.role == "assistant" and any(c.id == call.id for c in message.tool_calls):
                 args = next(c.args for c in message.tool_calls if c.id == call.id)
                 break
-        span.set_attribute(n.TOOL_CALL_ARGUMENTS, capped_value(args, self.content_limit))
+        redacted = redaction(ctx)
+        span.set_attribute(n.TOOL_CALL_ARGUMENTS, capped_value(redacted(args), self.content_limit))
         if result is not None:
-            span.set_attribute(n.TOOL_CALL_RESULT, capped_text(result, self.content_limit))
+            span.set_attribute(
+                n.TOOL_CALL_RESULT, capped_text(redacted(result), self.content_limit)
+            )
 
 
 def _stream_ended(request: _Request) -> None:

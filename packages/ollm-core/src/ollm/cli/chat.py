@@ -218,7 +218,8 @@ def _run(
             on_truncation=args.on_truncation,
             compact=args.compact,
         )
-        session = _Session(client, registries, config, renderer, terminal, log, system)
+        logged = _redacted_system(system, config.middleware, registries)
+        session = _Session(client, registries, config, renderer, terminal, log, logged)
         session.output_schema = output
         session.questions = questions
         with start_blocking_portal(config.backend) as portal:
@@ -264,6 +265,19 @@ def _known_strategy(
         "(`ollm plugins` shows the plugins they come from)."
     )
     return False
+
+
+def _redacted_system(
+    system: str | None, middleware: Sequence[str], registries: Registries
+) -> str | None:
+    """The system prompt as the log keeps it: through the chat's ``redact``, as every
+    request sends it and the history keeps the messages."""
+    if not system or "redact" not in middleware:
+        return system
+    from ollm.middleware.redact import Redact
+
+    redact = registries.middleware.create("redact")
+    return redact.text(system) if isinstance(redact, Redact) else system
 
 
 def _approval(

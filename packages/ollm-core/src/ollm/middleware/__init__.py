@@ -10,6 +10,8 @@ In Python, name them (``ChatClient(middleware=["redact", "audit"])``) or build t
 settings of your own: ``Redact(patterns=[...])``, ``Audit(path)``,
 ``ToolSelection(max_tools=8, always=["search"])`` (``ollm chat --tools-max 8``),
 ``ToolSelection(8, embed_model="nomic-embed-text")`` (``--tools-embed nomic-embed-text``).
+A middleware that records content applies the chat's ``redact`` with
+``redaction(ctx)(value)``, whatever their order.
 
 Names load on first use: importing this package costs nothing.
 """
@@ -21,16 +23,17 @@ from ollm.kit import lazy_exports
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ollm.middleware.audit import Audit
-    from ollm.middleware.redact import DEFAULT_PATTERNS, Redact
+    from ollm.middleware.redact import DEFAULT_PATTERNS, Redact, redaction
     from ollm.middleware.tool_selection import ToolSelection
 
-__all__ = ["DEFAULT_PATTERNS", "Audit", "Redact", "ToolSelection"]
+__all__ = ["DEFAULT_PATTERNS", "Audit", "Redact", "ToolSelection", "redaction"]
 
 _LAZY: dict[str, str] = {
     "Audit": "ollm.middleware.audit",
     "DEFAULT_PATTERNS": "ollm.middleware.redact",
     "Redact": "ollm.middleware.redact",
     "ToolSelection": "ollm.middleware.tool_selection",
+    "redaction": "ollm.middleware.redact",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

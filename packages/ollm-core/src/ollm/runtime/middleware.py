@@ -122,6 +122,7 @@ class MiddlewareChain:
     ) -> None:
         self.layers = tuple(layers)
         self.context = context
+        context.middleware = tuple(layer.obj for layer in self.layers)
         self.timeout = timeout
         self.abort = abort
 

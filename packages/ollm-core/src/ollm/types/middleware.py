@@ -118,9 +118,21 @@ class MiddlewareContext:
     provider object itself (``None`` until known: a middleware may call its optional
     methods, such as ``embed``, checking first that it has them). ``state`` is a
     dict for the middleware's own notes about this chat (key it by your name).
+    ``middleware`` is the chat's middleware objects, the outermost first (a middleware
+    that records content applies the chat's redaction with it:
+    ``ollm.middleware.redaction(ctx)``).
     """
 
-    __slots__ = ("adapter", "client", "conversation", "model", "provider", "state", "turn")
+    __slots__ = (
+        "adapter",
+        "client",
+        "conversation",
+        "middleware",
+        "model",
+        "provider",
+        "state",
+        "turn",
+    )
 
     def __init__(self, client: ChatClient, conversation: Conversation) -> None:
         self.client = client
@@ -130,6 +142,7 @@ class MiddlewareContext:
         self.adapter: ProviderAdapter | None = None
         self.model = ""
         self.state: dict[str, Any] = {}
+        self.middleware: tuple[object, ...] = ()
 
     @property
     def conversation_id(self) -> str:
