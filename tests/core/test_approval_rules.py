@@ -149,3 +149,19 @@ def test_where_the_policy_file_is() -> None:
         "/cfg/ollm/policy.toml"
     )
     assert ollm.policy_path({"HOME": "/h"}) == Path("/h/.config/ollm/policy.toml")
+
+
+def test_a_path_glob_sees_the_normalised_path_and_an_allow_needs_both() -> None:
+    deny = ollm.ApprovalRule("deny", "fs_*", args={"path": "/etc/*"})
+    allow = ollm.ApprovalRule("allow", "fs_*", args={"path": "/home/*"})
+    for sneaky in ("/srv/../etc/passwd", "//etc/passwd", "/home/../etc/x", "/./etc/x"):
+        call = ollm.ToolCall("1", "fs_write", {"path": sneaky})
+        assert deny.matches(call), sneaky
+        policy = ollm.ApprovalPolicy((allow,), default="ask")
+        assert policy.decide(call).action == "ask", sneaky
+    plain = ollm.ToolCall("1", "fs_write", {"path": "/home/ada/notes"})
+    assert allow.matches(plain)
+    assert not deny.matches(plain)
+    # A glob without a slash is about text, not paths: left as it is.
+    text = ollm.ApprovalRule("deny", "sh", args={"cmd": "rm *"})
+    assert text.matches(ollm.ToolCall("1", "sh", {"cmd": "rm a/../b"}))
