@@ -97,19 +97,28 @@ def decisions_of(events: list[ollm.ChatEvent]) -> list[tuple[str, str, str]]:
     ]
 
 
-async def test_a_servers_hint_never_relaxes_the_policys_default(anyio_backend: str) -> None:
-    removed: list[str] = []
-    server = ollm_mcp.MCPServer("files", server=files_server(removed))
-    provider = ScriptedProvider(calls("read", "remove"), Reply("Done."))
-    policy = ollm.ApprovalPolicy(default="deny")
+async def chat_under(
+    default: str, *names: str, trust: bool = False, removed: list[str] | None = None
+) -> list[ollm.ChatEvent]:
+    """A chat calling the files server's ``names`` under a policy of ``default``; a
+    question is refused at once (a failure to see, never a wait)."""
+    server = ollm_mcp.MCPServer(
+        "files", server=files_server([] if removed is None else removed), trust=trust
+    )
+    provider = ScriptedProvider(calls(*names), Reply("Done."))
     async with ollm.ChatClient(
         ollm.Registries(),
         provider=provider,
         tools=[server],
-        approval=policy,
-        approver=lambda request: False,  # a question is a failure here, never a wait
+        approval=ollm.ApprovalPolicy(default=default),  # type: ignore[arg-type]
+        approver=lambda request: False,
     ) as client:
-        events = await collect(client.chat("tidy up"))
+        return await collect(client.chat("tidy up"))
+
+
+async def test_a_servers_hint_never_relaxes_the_policys_default(anyio_backend: str) -> None:
+    removed: list[str] = []
+    events = await chat_under("deny", "read", "remove", removed=removed)
     assert not any(isinstance(e, ollm.ApprovalRequestEvent) for e in events)
     assert removed == []
     assert decisions_of(events) == [
@@ -122,32 +131,13 @@ async def test_a_servers_hint_never_relaxes_the_policys_default(anyio_backend: s
 
 
 async def test_under_ask_by_default_a_read_only_hint_still_asks(anyio_backend: str) -> None:
-    server = ollm_mcp.MCPServer("files", server=files_server([]))
-    provider = ScriptedProvider(calls("read"), Reply("Done."))
-    async with ollm.ChatClient(
-        ollm.Registries(),
-        provider=provider,
-        tools=[server],
-        approval=ollm.ApprovalPolicy(default="ask"),
-        approver=lambda request: False,
-    ) as client:
-        events = await collect(client.chat("read it"))
+    events = await chat_under("ask", "read")
     asked = [e for e in events if isinstance(e, ollm.ApprovalRequestEvent)]
     assert [e.call.name for e in asked] == ["files_read"]
 
 
 async def test_a_trusted_servers_hints_are_its_tools_own_approval(anyio_backend: str) -> None:
-    removed: list[str] = []
-    server = ollm_mcp.MCPServer("files", server=files_server(removed), trust=True)
-    provider = ScriptedProvider(calls("read", "touch"), Reply("Done."))
-    async with ollm.ChatClient(
-        ollm.Registries(),
-        provider=provider,
-        tools=[server],
-        approval=ollm.ApprovalPolicy(default="deny"),
-        approver=lambda request: False,
-    ) as client:
-        events = await collect(client.chat("read it"))
+    events = await chat_under("deny", "read", "touch", trust=True)
     # readOnlyHint, trusted, runs; the tool without a hint gets the policy's deny.
     assert decisions_of(events) == [
         ("files_read", "allow", "tool"),
