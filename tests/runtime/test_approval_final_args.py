@@ -139,7 +139,9 @@ async def test_a_middlewares_rewrite_is_what_the_rules_decide(anyio_backend: str
     )
     events = await collect(chat_client.chat("write it"))
     assert writer.written == []
-    assert [d[:2] for d in decisions(events)] == [("deny", "rule")]
+    assert decisions(events) == [("deny", "rule", {"path": "/srv/../etc/hosts"})]
+    [refused] = of(ollm.ToolDecisionEvent, events)
+    assert refused.call.original_args == {"path": "/tmp/a"}
     [result] = of(ollm.ToolCallResultEvent, events)
     assert result.result == "Tool 'write' was not run: not in /etc"
 

@@ -54,12 +54,14 @@ class ApprovalStep:
         self.policy = policy
         self.tools = tools
         self.decisions: dict[str, ApprovalDecision] = {}  # call id: the policy's decision
+        self.decided: dict[str, ToolCall] = {}  # call id: the call as it was decided
 
     async def before_tool_call(
         self, ctx: MiddlewareContext, call: ToolCall
     ) -> ToolCall | Deny | Ask:
         """The policy's decision for ``call``, noted (async: it runs inline)."""
         decision = self.decisions[call.id] = self.policy.decide(call, self.tools.get(call.name))
+        self.decided[call.id] = call
         if decision.action == "allow":
             return call
         if decision.action == "deny":

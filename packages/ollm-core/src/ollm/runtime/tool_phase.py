@@ -194,10 +194,15 @@ class ToolPhase:
         return ready, asked
 
     def _layer_name(self, item: _Call) -> str:
-        """Who refused ``item``: the policy's decider, or the middleware's name."""
+        """Who refused ``item``: the policy's decider, or the middleware's name. A call
+        the policy refused is kept as the policy saw it (rewritten by a middleware, the
+        model's arguments as ``original_args``): its decision shows what was refused."""
         layer = self.chain.calls[item.depth]
         step = self.asking.step if self.asking is not None else None
         if step is not None and layer.obj is step:
+            seen = step.decided.get(item.call.id)
+            if seen is not None:
+                item.runs_as(seen)
             decision = step.decisions.get(item.call.id)
             if decision is not None:
                 return decision.by
