@@ -2,14 +2,19 @@
 
 An ``ApprovalRule`` says ``allow``, ``ask`` or ``deny`` for the calls whose tool name
 matches a glob (``fs_*``), and optionally whose arguments match too: ``args`` gives a
-glob per argument (its value as text), ``when`` a function of the arguments. An
-``ApprovalPolicy`` decides a call from every rule that matches it, the strictest first:
+glob per argument (its value as text; a glob with a ``/`` also sees the normalised
+path: a ``deny`` or ``ask`` matches when either does, an ``allow`` only when both do),
+``when`` a function of the arguments. An ``ApprovalPolicy`` decides a call from every
+rule that matches it, the strictest first:
 
     deny  >  ask  >  allow  >  the tool's own default  >  the policy's default
 
 A tool's own default is its ``approval`` (``@ollm.tool(approval="ask")``, or a function
-of the arguments; ``ollm-mcp`` sets it from the server's annotations: ``readOnlyHint``
-allows, ``destructiveHint`` asks). The policy's default is ``allow`` unless set.
+of the arguments). An ``ApprovalHint`` (what ``ollm-mcp`` makes of an untrusted server's
+annotations: ``readOnlyHint`` allows, ``destructiveHint`` asks) counts only where it is
+at least as strict as the policy's default. The policy's default is ``allow`` unless set.
+The runtime decides on the arguments that will run: after a middleware's rewrite, and
+again after a person's edit.
 
 A policy file (TOML) holds the same::
 
@@ -25,9 +30,11 @@ A policy file (TOML) holds the same::
     tool = "fs_write"
     args = { path = "/etc/*" }
 
-``ollm chat`` reads ``$OLLM_POLICY``, else ``policy.toml`` in ollm's configuration folder
-(``~/.config/ollm``), and adds ``--approve`` (ask for every call), ``--allow``,
-``--ask`` and ``--deny GLOB``.
+A file that cannot be read or understood is a ``PolicyError`` (``POLICY_INVALID``),
+never a policy that allows. ``ollm chat`` reads ``--policy PATH``, else
+``$OLLM_POLICY``, else ``policy.toml`` in ollm's configuration folder
+(``~/.config/ollm``), and adds ``--approve`` (the default becomes ``ask``),
+``--allow``, ``--ask`` and ``--deny GLOB``.
 """
 
 from __future__ import annotations
