@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import OLLM, ollm_env
 from cli_session import InteractiveOllm
+from policy_files import NOT_A_POLICY, UNREADABLE
 
 from ollm_testutils import FakeOllamaServer, OllamaReply
 
@@ -251,9 +252,10 @@ def test_a_broken_policy_file_is_an_error_that_names_it(setup: Setup, tmp_path: 
     policy.write_text('default = "sometimes"\n')
     setup.env["OLLM_POLICY"] = str(policy)
     done = setup.run("chat", "-p", "echo", "-t", "touch_file", "hi")
-    assert done.returncode == 1
-    assert f'error[INVALID_REQUEST]: {policy}: default must be "allow", "ask" or "deny"' in (
-        done.stderr
+    assert done.returncode == 2
+    assert (
+        f'error[POLICY_INVALID]: The approval policy {policy}: default must be "allow", "ask" '
+        'or "deny"' in done.stderr
     )
 
 
@@ -264,3 +266,106 @@ def test_a_deny_flag_wins_over_an_allow_flag(setup: Setup, server: FakeOllamaSer
     assert done.returncode == 0, done.stderr
     assert setup.created() == []
     assert "touch_file was not run: --deny touch_file" in done.stderr
+
+
+@pytest.mark.parametrize(("make", "said"), UNREADABLE + NOT_A_POLICY)
+@pytest.mark.parametrize("how", ["OLLM_POLICY", "--policy"])
+def test_a_named_policy_that_cannot_be_read_stops_the_chat_before_the_model(
+    setup: Setup,
+    server: FakeOllamaServer,
+    tmp_path: Path,
+    make: Callable[[Path], Path],
+    said: str,
+    how: str,
+) -> None:
+    path = make(tmp_path)
+    server.script(touching("a"), OllamaReply("Made."))
+    flags = ["--policy", str(path)] if how == "--policy" else []
+    if how == "OLLM_POLICY":
+        setup.env["OLLM_POLICY"] = str(path)
+    done = setup.run("chat", "-m", "llama3.2", "-t", "touch_file", *flags, "make a")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"error[POLICY_INVALID]: The approval policy {path}")
+    assert said in line
+    assert not server.chat_requests
+    assert setup.created() == []
+    # Named, it is read even when no tool is offered: the typo is said at once.
+    plain = setup.run("chat", "-m", "llama3.2", *flags, "hello")
+    assert plain.returncode == 2
+    assert plain.stderr.startswith("error[POLICY_INVALID]")
+    assert not server.chat_requests
+
+
+def test_the_default_policy_file_counts_when_it_is_there(
+    setup: Setup, server: FakeOllamaServer, tmp_path: Path
+) -> None:
+    server.script(touching("a"), OllamaReply("Made."))
+    # None at all: no policy, the call runs.
+    done = setup.run("chat", "-m", "llama3.2", "-t", "touch_file", "make a")
+    assert done.returncode == 0, done.stderr
+    assert setup.created() == ["a"]
+    # Something there that cannot be read (a dangling link): the chat stops.
+    folder = tmp_path / ".config" / "ollm"
+    folder.mkdir(parents=True)
+    (folder / "policy.toml").symlink_to(tmp_path / "gone.toml")
+    stopped = setup.run("chat", "-m", "llama3.2", "-t", "touch_file", "make b")
+    assert stopped.returncode == 2
+    assert "error[POLICY_INVALID]" in stopped.stderr
+    assert setup.created() == ["a"]
+    assert len(server.chat_requests) == 2
+
+
+def test_approve_asks_by_default_and_an_allow_wins_over_it(
+    setup: Setup, server: FakeOllamaServer
+) -> None:
+    server.script(touching("a"), OllamaReply("Made."))
+    allowed = setup.run(
+        "chat", "-m", "llama3.2", "--approve", "--allow", "touch_*", "-t", "touch_file", "make a"
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    assert setup.created() == ["a"]
+    assert "was not run" not in allowed.stderr
+
+
+def test_a_refusal_never_suggests_a_flag_already_given(
+    setup: Setup, server: FakeOllamaServer
+) -> None:
+    server.script(touching("a"), OllamaReply("I could not."))
+    args = ["--allow", "touch_file", "--ask", "touch_*", "-t", "touch_file", "make a"]
+    done = setup.run("chat", "-m", "llama3.2", *args)
+    assert done.returncode == 0, done.stderr
+    assert setup.created() == []
+    [notice] = [line for line in done.stderr.splitlines() if "touch_file was not run" in line]
+    assert "--allow touch_file" not in notice
+    assert "The rule ask touch_* asks whatever an allow rule says" in notice
+    # Asked by --approve alone, --allow is what lets it run: that is said.
+    server.script(touching("b"), OllamaReply("I could not."))
+    approve = setup.run("chat", "-m", "llama3.2", "--approve", "-t", "touch_file", "make b")
+    assert "To let it run, allow it: --allow touch_file" in approve.stderr
+
+
+def test_an_edit_at_the_terminal_that_a_rule_denies_does_not_run(
+    setup: Setup, server: FakeOllamaServer, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[[rules]]\naction = "deny"\ntool = "touch_*"\nargs = { name = "/etc/*" }\n'
+        'reason = "not in /etc"\n'
+    )
+    setup.env["OLLM_POLICY"] = str(policy)
+    server.script(touching("a"), OllamaReply("Refused, then."))
+    with setup.asked() as session:
+        session.send("e")
+        session.err.wait_for("(a JSON object; empty to go back): ")
+        session.send('{"name": "/srv/../etc/passwd"}')
+        assert session.process.wait(timeout=120) == 0, session.err.text
+        session.err.join()
+    assert setup.created() == []
+    assert "touch_file was not run: the edited arguments are not allowed: not in /etc" in (
+        session.err.text
+    )
+    told = server.chat_requests[1].json["messages"][-1]
+    assert "the edited arguments are not allowed: not in /etc" in told["content"]
+    decisions = [(d["decision"], d["by"]) for d in setup.logged()["decisions"]]  # type: ignore[attr-defined]
+    assert decisions == [("allow", "person"), ("deny", "rule")]

@@ -149,3 +149,39 @@ def test_where_the_policy_file_is() -> None:
         "/cfg/ollm/policy.toml"
     )
     assert ollm.policy_path({"HOME": "/h"}) == Path("/h/.config/ollm/policy.toml")
+
+
+def test_a_path_glob_sees_the_normalised_path_and_an_allow_needs_both() -> None:
+    deny = ollm.ApprovalRule("deny", "fs_*", args={"path": "/etc/*"})
+    allow = ollm.ApprovalRule("allow", "fs_*", args={"path": "/home/*"})
+    for sneaky in ("/srv/../etc/passwd", "//etc/passwd", "/home/../etc/x", "/./etc/x"):
+        call = ollm.ToolCall("1", "fs_write", {"path": sneaky})
+        assert deny.matches(call), sneaky
+        policy = ollm.ApprovalPolicy((allow,), default="ask")
+        assert policy.decide(call).action == "ask", sneaky
+    plain = ollm.ToolCall("1", "fs_write", {"path": "/home/ada/notes"})
+    assert allow.matches(plain)
+    assert not deny.matches(plain)
+    # A glob without a slash is about text, not paths: left as it is.
+    text = ollm.ApprovalRule("deny", "sh", args={"cmd": "rm *"})
+    assert text.matches(ollm.ToolCall("1", "sh", {"cmd": "rm a/../b"}))
+
+
+# Pieces that leave a path where it was, however many there are.
+neutral = st.lists(st.sampled_from(["srv/../", "./", "/", "a/b/../../"]), max_size=5)
+names = st.sampled_from(["passwd", "hosts", "ssh/sshd_config"])
+
+
+@given(neutral, neutral, names)
+def test_a_deny_on_a_folder_holds_however_its_paths_are_written(
+    front: list[str], middle: list[str], name: str
+) -> None:
+    """Property: a path that comes to one under /etc is denied by a deny on /etc/*,
+    and an allow on /home/* never lets one out of /home through."""
+    deny = ollm.ApprovalRule("deny", "fs_*", args={"path": "/etc/*"})
+    allow = ollm.ApprovalRule("allow", "fs_*", args={"path": "/home/*"})
+    into_etc = "/" + "".join(front) + "etc/" + "".join(middle) + name
+    assert deny.matches(ollm.ToolCall("1", "fs_write", {"path": into_etc}))
+    out_of_home = "/home/" + "".join(front) + "../etc/" + name
+    assert not allow.matches(ollm.ToolCall("1", "fs_read", {"path": out_of_home}))
+    assert deny.matches(ollm.ToolCall("1", "fs_read", {"path": out_of_home}))

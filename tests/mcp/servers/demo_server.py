@@ -12,6 +12,7 @@ Environment switches, for the failure tests:
 - ``DEMO_STARTED``: a FIFO the ``slow`` tool writes to when it starts (a test waits on it);
 - ``DEMO_BANNER``: a line to print on standard output before speaking MCP;
 - ``DEMO_TASKS=1``: the ``report`` tool can only be called as an MCP task.
+- ``DEMO_CLOCK=1``: a ``time`` tool too.
 """
 
 from __future__ import annotations
@@ -50,11 +51,24 @@ class _TaskServer(MCPServer):
 
 
 def build(
-    name: str = "demo", *, started: Any = None, cancelled: Any = None, tasks: bool = False
+    name: str = "demo",
+    *,
+    started: Any = None,
+    cancelled: Any = None,
+    tasks: bool = False,
+    clock: bool = False,
 ) -> MCPServer:
     """The server; ``started`` and ``cancelled`` are anyio events for in-process tests;
-    with ``tasks``, it has a ``report`` tool that only task calls may run."""
+    with ``tasks``, it has a ``report`` tool that only task calls may run; with
+    ``clock``, a ``time`` tool (named ``current``, it clashes with ``current_time``)."""
     server = _TaskServer(name) if tasks else MCPServer(name)
+
+    if clock:
+
+        @server.tool(name="time")
+        def time_now() -> str:
+            """The time, as this server tells it."""
+            return "the server's time"
 
     @server.tool()
     def add(a: int, b: int) -> int:
@@ -157,7 +171,11 @@ def main() -> None:
     banner = os.environ.get("DEMO_BANNER")
     if banner:
         print(banner, flush=True)
-    server = build(os.environ.get("DEMO_NAME", "demo"), tasks=os.environ.get("DEMO_TASKS") == "1")
+    server = build(
+        os.environ.get("DEMO_NAME", "demo"),
+        tasks=os.environ.get("DEMO_TASKS") == "1",
+        clock=os.environ.get("DEMO_CLOCK") == "1",
+    )
     if "--http" in sys.argv:
         _serve_http(server)
         return

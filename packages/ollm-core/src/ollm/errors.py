@@ -31,6 +31,7 @@ listing codes (``except ollm.TransportError``); the codes themselves never chang
     │   └── ToolsetError              TOOLSET_FAILED (or a toolset's own code)
     ├── UsageError                what was asked cannot be done as asked
     │   ├── InvalidRequestError       INVALID_REQUEST
+    │   │   └── PolicyError               POLICY_INVALID
     │   ├── ConversationBusyError     CONVERSATION_BUSY
     │   ├── ProviderNotFoundError     PROVIDER_NOT_FOUND
     │   ├── CapabilityError           UNSUPPORTED
@@ -72,6 +73,7 @@ __all__ = [
     "OllmError",
     "OutputInvalidError",
     "PluginError",
+    "PolicyError",
     "ProviderError",
     "ProviderNotFoundError",
     "RateLimitedError",
@@ -129,6 +131,7 @@ class ErrorCode:
     OUTPUT_INVALID = "OUTPUT_INVALID"
     CONTEXT_EXCEEDED = "CONTEXT_EXCEEDED"
     INVALID_HISTORY = "INVALID_HISTORY"
+    POLICY_INVALID = "POLICY_INVALID"
 
 
 class OllmError(Exception):
@@ -467,6 +470,12 @@ class InvalidRequestError(UsageError):
     code = ErrorCode.INVALID_REQUEST
 
 
+class PolicyError(InvalidRequestError):
+    """An approval policy cannot be read or understood: nothing may run by it."""
+
+    code = ErrorCode.POLICY_INVALID
+
+
 class ConversationBusyError(UsageError):
     """A conversation already has a chat in progress; one at a time."""
 
@@ -508,6 +517,7 @@ _BY_CODE: dict[str, type[OllmError]] = {
         MiddlewareError,
         InvalidHistoryError,
         InvalidRequestError,
+        PolicyError,
         ConversationBusyError,
         LogsUnavailableError,
     )

@@ -35,6 +35,7 @@ class _Entry(msgspec.Struct, kw_only=True):
     disabled: bool = False
     startup_timeout_sec: float = DEFAULT_STARTUP_TIMEOUT
     tool_timeout_sec: float | None = None
+    trust: bool = False
 
 
 def load_servers(config: str | os.PathLike[str] | Mapping[str, Any]) -> list[MCPServer]:
@@ -50,7 +51,8 @@ def load_servers(config: str | os.PathLike[str] | Mapping[str, Any]) -> list[MCP
 
     A stdio entry takes ``command``, ``args``, ``env`` and ``cwd`` (relative to the
     file); an HTTP one ``url`` and ``headers``. ``disabled: true`` skips an entry;
-    ``startup_timeout_sec`` and ``tool_timeout_sec`` set its timeouts. Raises an
+    ``startup_timeout_sec`` and ``tool_timeout_sec`` set its timeouts; ``trust: true``
+    lets its annotations relax the approval policy's default. Raises an
     ``ollm.ToolsetError`` with code ``MCP_CONFIG_INVALID`` naming the file, the
     server and the field when something is wrong; nothing is started here.
     """
@@ -133,6 +135,7 @@ def _server(where: str, base: Path, name: str, entry: _Entry) -> MCPServer:
             headers=entry.headers,
             startup_timeout=entry.startup_timeout_sec,
             tool_timeout=entry.tool_timeout_sec,
+            trust=entry.trust,
         )
     except InvalidToolError:
         raise _invalid(

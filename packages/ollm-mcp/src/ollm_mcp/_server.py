@@ -31,9 +31,11 @@ class MCPServer:
 
     ``name`` prefixes its tools (``git`` gives ``git_status``). ``startup_timeout``
     bounds the start and the listing of its tools; ``tool_timeout`` bounds each call
-    (else the chat's ``tool_timeout``). A server starts when the first chat that uses
-    it begins and stops when its ``ChatClient`` closes (or its chat ends, if it was
-    given to that chat alone)::
+    (else the chat's ``tool_timeout``). ``trust=True`` makes the server's annotations
+    (``readOnlyHint``, ``destructiveHint``) its tools' own approval; untrusted, the
+    default, they are hints that never relax the policy's default. A server starts when
+    the first chat that uses it begins and stops when its ``ChatClient`` closes (or its
+    chat ends, if it was given to that chat alone)::
 
         git = ollm_mcp.MCPServer("git", command="uvx", args=["mcp-server-git"])
         async with ollm.ChatClient(model="qwen3", tools=[git]) as client:
@@ -55,6 +57,7 @@ class MCPServer:
         server: Any = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         tool_timeout: float | None = None,
+        trust: bool = False,
     ) -> None:
         self.name = check_toolset_name(name)
         given = [k for k, v in (("command", command), ("url", url), ("server", server)) if v]
@@ -76,6 +79,7 @@ class MCPServer:
         self.server = server
         self.startup_timeout = float(startup_timeout)
         self.tool_timeout = tool_timeout
+        self.trust = bool(trust)
 
     @property
     def transport(self) -> str:

@@ -133,7 +133,13 @@ class _Session:
                 if needs_task_call(listed):
                     task_only.append(listed.name)
                     continue
-                made = tool_from_mcp(self.server.name, listed, self.call, self.server.tool_timeout)
+                made = tool_from_mcp(
+                    self.server.name,
+                    listed,
+                    self.call,
+                    self.server.tool_timeout,
+                    trusted=self.server.trust,
+                )
                 if made is not None:
                     tools.append(made)
             cursor = page.next_cursor

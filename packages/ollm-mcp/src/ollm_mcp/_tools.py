@@ -6,12 +6,12 @@ import base64
 import binascii
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types
 import msgspec
 
-from ollm import ArgumentsValidator, Tool, ToolResult
+from ollm import ApprovalHint, ArgumentsValidator, Tool, ToolApproval, ToolResult
 from ollm.kit import valid_tool_name
 from ollm.types import ImagePart, ToolSchema
 
@@ -24,7 +24,12 @@ CallTool = Callable[[str, dict[str, Any]], Awaitable[ToolResult]]
 
 
 def tool_from_mcp(
-    server: str, listed: mcp_types.Tool, call: CallTool, timeout: float | None
+    server: str,
+    listed: mcp_types.Tool,
+    call: CallTool,
+    timeout: float | None,
+    *,
+    trusted: bool = False,
 ) -> Tool | None:
     """An ollm tool that calls ``listed`` through ``call``; ``None`` (and a warning) if its
     schema cannot be offered to a model."""
@@ -53,22 +58,29 @@ def tool_from_mcp(
         call_tool,
         validator=validator,
         timeout=timeout,
-        approval=approval_of(listed),
+        approval=approval_of(listed, trusted=trusted),
     )
 
 
-def approval_of(listed: mcp_types.Tool) -> str | None:
-    """What the server's annotations ask of the tool's calls, as an approval default: a
-    read-only tool is allowed, a destructive one asks (rules a chat is given come
-    first; a server says nothing of the others)."""
+def approval_of(listed: mcp_types.Tool, *, trusted: bool = False) -> ToolApproval:
+    """What the server's annotations ask of the tool's calls: a read-only tool is
+    allowed, a destructive one asks. The MCP specification calls annotations untrusted
+    unless the server is: from a server not marked ``trust``, they are an
+    ``ApprovalHint``, never less strict than the policy's default; from a trusted one,
+    the tool's own approval. Rules a chat is given come first either way."""
     hints = listed.annotations
     if hints is None:
         return None
+    action: Literal["allow", "ask"]
     if hints.read_only_hint is True:
-        return "allow"
-    if hints.destructive_hint is True:
-        return "ask"
-    return None
+        action, source = "allow", "readOnlyHint"
+    elif hints.destructive_hint is True:
+        action, source = "ask", "destructiveHint"
+    else:
+        return None
+    if trusted:
+        return action
+    return ApprovalHint(action, f"the server's {source}")
 
 
 def needs_task_call(listed: mcp_types.Tool) -> bool:

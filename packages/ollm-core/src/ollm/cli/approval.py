@@ -11,28 +11,37 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TextIO
 
 from ollm.cli.terminal import Terminal
 from ollm.runtime.client import ChatStream
-from ollm.tools.approval import ApprovalAction, ApprovalPolicy, ApprovalRule, policy_path
+from ollm.tools.approval import (
+    ENV_POLICY,
+    ApprovalAction,
+    ApprovalPolicy,
+    ApprovalRule,
+    policy_path,
+    read_policy_text,
+)
 from ollm.types.events import ApprovalRequestEvent
 from ollm.types.middleware import Deny
 from ollm.types.text import encode_json
 
-__all__ = ["TerminalQuestions", "no_terminal", "policy_from"]
+__all__ = ["TerminalQuestions", "named_policy", "no_terminal", "policy_from", "user_policy"]
 
 _CHOICES = "[y]es, [n]o, [a]lways in this chat, [e]dit the arguments"
 
 
 def policy_from(args: argparse.Namespace) -> ApprovalPolicy | None:
-    """The chat's approval rules: the policy file (if there is one), then the flags
-    (``--approve``, ``--allow``, ``--ask``, ``--deny``); ``None`` when neither says
-    anything."""
-    path = policy_path()
-    policy = ApprovalPolicy.from_file(path) if path.is_file() else None
-    rules = [ApprovalRule("ask", "*", reason="--approve")] if args.approve else []
+    """The chat's approval rules: the user's policy file (if there is one), then the
+    flags: ``--approve`` makes the default ``ask`` (a ``deny`` default stays), and
+    ``--allow``, ``--ask``, ``--deny`` add rules; ``None`` when neither says anything."""
+    policy = user_policy(args)
+    rules: list[ApprovalRule] = []
     flags: tuple[tuple[ApprovalAction, list[str]], ...] = (
         ("allow", args.allow),
         ("ask", args.ask),
@@ -40,18 +49,65 @@ def policy_from(args: argparse.Namespace) -> ApprovalPolicy | None:
     )
     for action, globs in flags:
         rules += [ApprovalRule(action, glob, reason=f"--{action} {glob}") for glob in globs]
-    if not rules:
+    if not rules and not args.approve:
         return policy
-    return (policy or ApprovalPolicy()).with_rules(rules)
+    policy = (policy or ApprovalPolicy()).with_rules(rules)
+    if args.approve and policy.default == "allow":
+        policy = ApprovalPolicy(policy.rules, "ask")
+    return policy
 
 
-def no_terminal(request: ApprovalRequestEvent) -> Deny:
-    """The answer when no one can be asked (no terminal): the call does not run."""
-    name = request.call.name
-    return Deny(
-        f"it needs approval ({request.reason or 'the tool asks to be approved'}), and there "
-        f"is no terminal to ask at. To let it run, allow it: --allow {name}"
-    )
+def named_policy(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the user named a policy file (``--policy``, ``$OLLM_POLICY``)."""
+    env = os.environ if environ is None else environ
+    return bool(getattr(args, "policy", None) or env.get(ENV_POLICY, "").strip())
+
+
+def user_policy(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> ApprovalPolicy | None:
+    """The policy file ``--policy`` names, else ``$OLLM_POLICY``'s, else the default one
+    (``~/.config/ollm/policy.toml``) when something is there. A file that cannot be read
+    or understood raises ``PolicyError``: only a default file that is not there at all
+    means no policy."""
+    env = os.environ if environ is None else environ
+    flag = getattr(args, "policy", None)
+    if flag:
+        path, named_by = Path(flag).expanduser(), "--policy"
+    else:
+        path = policy_path(env)
+        named_by = ENV_POLICY if env.get(ENV_POLICY, "").strip() else ""
+    if not named_by:
+        try:
+            os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # no policy of one's own
+        except OSError:
+            pass  # reading it says what is wrong
+    return ApprovalPolicy.from_toml(read_policy_text(path, named_by), f"The approval policy {path}")
+
+
+def no_terminal(policy: ApprovalPolicy | None) -> Callable[[ApprovalRequestEvent], Deny]:
+    """The answer when no one can be asked (no terminal): the call does not run, and
+    the refusal says what would let it run, never a flag already given."""
+
+    def refuse(request: ApprovalRequestEvent) -> Deny:
+        call = request.call
+        rules = policy.rules if policy is not None else ()
+        asking = [r for r in rules if r.action == "ask" and r.matches(call)]
+        if asking:
+            step = (
+                f"The rule {asking[0].describe()} asks whatever an allow rule says: run it "
+                "at a terminal to answer"
+            )
+        elif any(r.action == "allow" and not r.args and r.matches(call) for r in rules):
+            step = "Run it at a terminal to answer"
+        else:
+            step = f"To let it run, allow it: --allow {call.name}"
+        why = request.reason or "the tool asks to be approved"
+        return Deny(f"it needs approval ({why}), and there is no terminal to ask at. {step}")
+
+    return refuse
 
 
 class TerminalQuestions:

@@ -37,6 +37,7 @@ from ollm.errors import (
     InvalidRequestError,
     OllmError,
     PluginError,
+    PolicyError,
 )
 from ollm.registries import Registries
 from ollm.registries.strategies import INSTALL_HINTS
@@ -116,6 +117,10 @@ def run_chat(args: argparse.Namespace, terminal: Terminal, stdin: TextIO | None 
             # A failure before the chat began still ends the event stream as usual.
             renderer(ErrorEvent(exc.message, exc.code))
             renderer(FinishEvent("error"))
+        if isinstance(exc, PolicyError):
+            # The user's own file, wrong: a usage error, like a bad flag.
+            terminal.error(exc.message, exc.code)
+            return EXIT_USAGE
         raise
 
 
@@ -160,6 +165,9 @@ def _run(
                 f"lists them with the plugins they come from).{hint}"
             )
     toolsets = load_toolsets(args, registries)
+    # Before the log opens and before any model is asked: a policy that cannot be read
+    # stops the command here.
+    approval, approver, questions = _approval(args, toolsets, terminal, asking)
     output = None if args.schema is None else schema_of(args.schema, multi=args.schema_multi)
     if toolsets and not args.tools:
         example = f"-t '{toolsets[0].name}_*'"
@@ -191,7 +199,6 @@ def _run(
                 )
             except PullInterrupted:
                 return EXIT_INTERRUPTED
-        approval, approver, questions = _approval(args, toolsets, terminal, asking)
         client = ChatClient(
             registries,
             provider=config.provider,
@@ -287,12 +294,19 @@ def _approval(
     terminal, else no one (the call is refused). Only where tools are offered: a plain
     chat reads no policy file and imports none of it."""
     if not (args.tools or toolsets):
+        if args.policy or os.environ.get("OLLM_POLICY", "").strip():
+            # A policy the user named is read all the same: a typo is said now, not
+            # found the day a tool is offered.
+            from ollm.cli.approval import user_policy
+
+            user_policy(args)
         return None, None, None
     from ollm.cli.approval import TerminalQuestions, no_terminal, policy_from
 
+    policy = policy_from(args)
     if asking is None:
-        return policy_from(args), no_terminal, None
-    return policy_from(args), None, TerminalQuestions(terminal, asking)
+        return policy, no_terminal(policy), None
+    return policy, None, TerminalQuestions(terminal, asking)
 
 
 class _Session:

@@ -13,6 +13,7 @@ from ollm.cli.terminal import Terminal
 from ollm.cli.toolsets import ToolsetListing, load_toolsets
 from ollm.errors import ErrorCode, OllmError
 from ollm.plugins.settings import ENV_STRICT, PluginSettings
+from ollm.tools.tool import Tool
 from ollm.tools.toolset import Toolset
 from ollm.types.specs import PluginRecord
 
@@ -73,7 +74,8 @@ def _strict_exit(records: list[PluginRecord], terminal: Terminal) -> int:
 
 
 def run_tools(args: argparse.Namespace, terminal: Terminal) -> int:
-    """The tools of every tool pack and of the toolsets given, with their schemas.
+    """The tools of every tool pack and of the toolsets given, with their schemas, each
+    once, under the name a chat offers it by, with where it comes from.
 
     Each toolset is opened (an MCP server started) to list its tools, then closed. One
     that fails is reported on stderr, the others are listed, and the exit code is 1.
@@ -83,11 +85,20 @@ def run_tools(args: argparse.Namespace, terminal: Terminal) -> int:
     toolsets = load_toolsets(args, registries)
     failures: list[OllmError] = []
     if toolsets:
-        for _, found in _list_toolsets(toolsets, CliConfig.from_args(args).backend):
+        from ollm.runtime.toolsets import name_toolset_tools
+
+        listing: list[tuple[Toolset, dict[str, Tool]]] = []
+        for toolset, found in _list_toolsets(toolsets, CliConfig.from_args(args).backend):
             if isinstance(found, OllmError):
                 failures.append(found)
             else:
-                tools.extend(found.values())
+                listing.append((toolset, found))
+        # Each tool once, under the name a chat offers it by (a clash renames the later).
+        named, said = name_toolset_tools({t.name: t for t in tools}, listing)
+        for message in said:
+            terminal.warn(message)
+        for toolset, _ in listing:
+            tools.extend(named[id(toolset)].values())
     for failure in failures:
         terminal.error(failure.message, failure.code)
     code = EXIT_ERROR if failures else EXIT_OK

@@ -131,12 +131,22 @@ def build_parser() -> argparse.ArgumentParser:
     approval = chat.add_argument_group(
         "approval of tool calls",
         "Each tool call runs, waits for your answer, or is refused, by these rules and "
-        "those of the policy file ($OLLM_POLICY, else ~/.config/ollm/policy.toml): deny "
-        "wins over ask, ask over allow. A tool may ask by itself (an MCP server's "
+        "those of the policy file (--policy, $OLLM_POLICY, else ~/.config/ollm/policy.toml): "
+        "deny wins over ask, ask over allow. A tool may ask by itself (an MCP server's "
         "destructive tools do). Without a terminal, a call that needs an answer is refused.",
     )
     approval.add_argument(
-        "--approve", action="store_true", help="ask before every tool call (a deny still denies)"
+        "--approve",
+        action="store_true",
+        help="ask before each tool call no rule allows (the policy's default becomes ask; "
+        "--allow still allows, a deny still denies)",
+    )
+    approval.add_argument(
+        "--policy",
+        default=None,
+        metavar="PATH",
+        help="the approval policy file (default: $OLLM_POLICY, else "
+        "~/.config/ollm/policy.toml); one that cannot be read stops the chat",
     )
     for verb, what in (
         ("allow", "run the calls of these tools without asking"),

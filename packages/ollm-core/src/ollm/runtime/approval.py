@@ -32,7 +32,7 @@ from ollm.types.events import ApprovalRequestEvent
 from ollm.types.messages import ToolCall
 from ollm.types.middleware import Approve, Ask, Deny, MiddlewareContext
 
-__all__ = ["ApprovalBoard", "ApprovalStep", "Approver", "Verdict", "ask_approver", "needs_step"]
+__all__ = ["ApprovalBoard", "ApprovalStep", "Approver", "Verdict", "ask_approver"]
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +45,6 @@ NAME = "approval"
 _ids = itertools.count(1)
 
 
-def needs_step(policy: ApprovalPolicy | None, tools: Mapping[str, Tool]) -> bool:
-    """Whether a chat's calls need deciding: a strict policy, or a tool that asks."""
-    if policy is not None and policy.strict:
-        return True
-    return any(tool.approval not in (None, "allow") for tool in tools.values())
-
-
 class ApprovalStep:
     """The innermost middleware of a chat whose calls need approving."""
 
@@ -61,17 +54,26 @@ class ApprovalStep:
         self.policy = policy
         self.tools = tools
         self.decisions: dict[str, ApprovalDecision] = {}  # call id: the policy's decision
+        self.decided: dict[str, ToolCall] = {}  # call id: the call as it was decided
 
     async def before_tool_call(
         self, ctx: MiddlewareContext, call: ToolCall
     ) -> ToolCall | Deny | Ask:
         """The policy's decision for ``call``, noted (async: it runs inline)."""
         decision = self.decisions[call.id] = self.policy.decide(call, self.tools.get(call.name))
+        self.decided[call.id] = call
         if decision.action == "allow":
             return call
         if decision.action == "deny":
             return Deny(decision.reason or "an approval rule does not allow it")
         return Ask(decision.reason)
+
+    def covers(self, seen: ToolCall, now: ToolCall) -> bool:
+        """Whether a person's approval of ``seen`` answers the policy's question about
+        ``now`` (the same call, its arguments edited): the policy asks about both, for
+        the same reason."""
+        tool = self.tools.get(now.name)
+        return self.policy.decide(seen, tool) == self.policy.decide(now, tool)
 
 
 class _Question:

@@ -107,9 +107,13 @@ class RunContext:
         return layers
 
     async def tools(
-        self, items: Sequence[ToolItem], chat_toolsets: Callable[[], ToolsetSessions]
+        self,
+        items: Sequence[ToolItem],
+        chat_toolsets: Callable[[], ToolsetSessions],
+        notices: list[str] | None = None,
     ) -> dict[str, Tool]:
-        """The tools ``items`` name, by name; toolsets opened as needed."""
+        """The tools ``items`` name, by name; toolsets opened as needed (a tool renamed
+        because its name was taken is said in ``notices``)."""
         if not items:
             return {}
         mine = self.client.toolsets
@@ -124,6 +128,7 @@ class RunContext:
             self.registries.tools,
             mine,
             open_toolset,
+            notices,
         )
 
     async def capabilities(self, provider: ModelInspection, model: str) -> ModelCapabilities | None:

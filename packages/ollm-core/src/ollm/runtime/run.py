@@ -38,7 +38,7 @@ from ollm.runtime.toolsets import ToolsetSessions
 from ollm.runtime.turn import Turn, tool_message
 from ollm.runtime.validate import history_problem
 from ollm.runtime.window import AUTO, TRUNCATED, AutoWindow, truncation_error
-from ollm.tools.tool import Tool
+from ollm.tools.tool import Tool, may_hold
 from ollm.types.abort import AbortSignal
 from ollm.types.events import (
     ChatEvent,
@@ -392,8 +392,8 @@ class ChatRun:
     def _add_approval(self) -> None:
         """The approval step, innermost, when the chat has rules or a tool that asks."""
         policy = self.settings.approval
-        if not (policy is not None and policy.strict) and all(
-            tool.approval in (None, "allow") for tool in self.tools.values()
+        if not (policy is not None and policy.strict) and not any(
+            may_hold(tool.approval) for tool in self.tools.values()
         ):
             return
         from ollm.runtime.approval import ApprovalStep
@@ -431,7 +431,9 @@ class ChatRun:
             self._middleware_context.adapter = provider
             self._middleware_context.model = model
         if settings.tool_choice != "none":
-            self.tools = await context.tools(settings.tools, self._chat_toolsets)
+            renamed: list[str] = []
+            self.tools = await context.tools(settings.tools, self._chat_toolsets, renamed)
+            self.notices += [NoticeEvent(message, "tool_name") for message in renamed]
         self.schemas = tuple(tool.schema for tool in self.tools.values())
 
         auto = settings.context_window == AUTO

@@ -194,10 +194,15 @@ class ToolPhase:
         return ready, asked
 
     def _layer_name(self, item: _Call) -> str:
-        """Who refused ``item``: the policy's decider, or the middleware's name."""
+        """Who refused ``item``: the policy's decider, or the middleware's name. A call
+        the policy refused is kept as the policy saw it (rewritten by a middleware, the
+        model's arguments as ``original_args``): its decision shows what was refused."""
         layer = self.chain.calls[item.depth]
         step = self.asking.step if self.asking is not None else None
         if step is not None and layer.obj is step:
+            seen = step.decided.get(item.call.id)
+            if seen is not None:
+                item.runs_as(seen)
             decision = step.decisions.get(item.call.id)
             if decision is not None:
                 return decision.by
@@ -263,28 +268,54 @@ class ToolPhase:
 
     async def _apply(self, item: _Call, verdict: Verdict, by: str) -> None:
         """A person's answer: a refusal, or the call goes on through the inner layers
-        (a further ``Ask`` is answered by this approval)."""
+        (a further ``Ask`` is answered by this approval).
+
+        Arguments edited in the answer are decided again, on what will run: the policy's
+        step (the innermost layer) sees them even when it was the one that asked; a
+        ``deny`` refuses them, and an ``ask`` for another reason than the one answered
+        refuses them too (no one approved that), so the model may call again with them.
+        """
         request_id = item.request.id if item.request is not None else None
         if isinstance(verdict, Deny):
             self._refuse(item, verdict.message, by, self.late)
             return
-        if verdict.args is not None:
-            item.runs_as(msgspec.structs.replace(item.call, args=dict(verdict.args)))
+        seen = item.call  # what the person was asked about
+        edited = verdict.args is not None and dict(verdict.args) != seen.args
+        if edited:
+            item.runs_as(msgspec.structs.replace(seen, args=dict(verdict.args or {})))
         scope = verdict.scope
         self.late.append(
             ToolDecisionEvent(item.call, "allow", by, item.reason, scope=scope, id=request_id)
         )
-        start = item.depth + 1
+        step = self.asking.step if self.asking is not None else None
+        asked_by_step = step is not None and self.chain.calls[item.depth].obj is step
+        start = item.depth if edited and asked_by_step else item.depth + 1
         while True:
             next_verdict, item.depth = await self.chain.before(item.call, start)
             if not isinstance(next_verdict, Ask):
+                break
+            if (
+                edited
+                and step is not None
+                and self.chain.calls[item.depth].obj is step
+                and not step.covers(seen, item.call)
+            ):
+                why = next_verdict.reason or "the approval policy asks"
+                next_verdict = Deny(
+                    f"its arguments were edited into ones that need an approval of their own "
+                    f"({why}); call it again with them to have them asked about"
+                )
+                edited = False  # said in full already
                 break
             start = item.depth + 1
         if isinstance(next_verdict, ToolCall):
             item.runs_as(next_verdict)
             self._note_policy(item, self.late)
         else:
-            self._refuse(item, next_verdict.message, self._layer_name(item), self.late)
+            why = next_verdict.message
+            if edited:
+                why = f"the edited arguments are not allowed: {why}"
+            self._refuse(item, why, self._layer_name(item), self.late)
 
     # -- running ---------------------------------------------------------------------
 

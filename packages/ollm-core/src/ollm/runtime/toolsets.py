@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -28,9 +28,10 @@ from ollm.tools.toolset import (
     Toolset,
     check_toolset_name,
     toolset_tool_name,
+    valid_tool_name,
 )
 
-__all__ = ["ToolsetSessions", "select_tools"]
+__all__ = ["ToolsetSessions", "name_toolset_tools", "select_tools"]
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +154,7 @@ async def select_tools(
     registry: ToolRegistry,
     toolsets: Sequence[Toolset],
     open_toolset: Callable[[Toolset], Awaitable[dict[str, Tool]]],
+    notices: list[str] | None = None,
 ) -> dict[str, Tool]:
     """Resolve a chat's tools.
 
@@ -160,11 +162,14 @@ async def select_tools(
     registered tool's name, or a name or glob (``git_*``, ``*``) over the registered
     tools and those of ``toolsets``. Only the toolsets whose prefix a pattern can
     match are opened (in parallel). A pattern that matches nothing raises
-    ``ToolNotFoundError`` with the names there are.
+    ``ToolNotFoundError`` with the names there are. A toolset's tool whose name is
+    taken is renamed (see ``name_toolset_tools``); each renaming is said in
+    ``notices`` (else logged as a warning).
     """
     chosen: dict[str, Tool] = {}
     patterns: list[str] = []
     wanted: list[Toolset] = []
+    taken = {tool.name: tool for tool in registry.tools()}
     for item in items:
         if isinstance(item, str):
             if item in registry:
@@ -173,18 +178,28 @@ async def select_tools(
                 patterns.append(item)
         elif isinstance(item, Tool):
             _add(chosen, item)
+            taken.setdefault(item.name, item)
         else:
             wanted.append(item)
     needed = [t for t in toolsets if any(_may_match(p, t.name) for p in patterns)]
     opened = await _open_all([*wanted, *(t for t in needed if t not in wanted)], open_toolset)
+    # Named in one order whatever was opened: the client's toolsets as configured, then
+    # those given to this chat alone (as `ollm tools` lists them).
+    order = [t for t in toolsets if id(t) in opened]
+    order += [t for t in wanted if not any(t is known for known in order)]
+    named, said = name_toolset_tools(taken, [(t, opened[id(t)]) for t in order])
+    for message in said:
+        if notices is None:
+            log.warning("%s", message)
+        else:
+            notices.append(message)
     for toolset in wanted:
-        for tool in opened[id(toolset)].values():
+        for tool in named[id(toolset)].values():
             _add(chosen, tool)
     if patterns:
         pool = {tool.name: tool for tool in registry.tools()}
         for toolset in needed:
-            for name, tool in opened[id(toolset)].items():
-                pool.setdefault(name, tool)
+            pool.update(named[id(toolset)])
         for pattern in patterns:
             matched = [tool for name, tool in pool.items() if fnmatch.fnmatchcase(name, pattern)]
             if not matched:
@@ -192,6 +207,41 @@ async def select_tools(
             for tool in matched:
                 _add(chosen, tool)
     return chosen
+
+
+def name_toolset_tools(
+    taken: Mapping[str, Tool], listing: Sequence[tuple[Toolset, Mapping[str, Tool]]]
+) -> tuple[dict[int, dict[str, Tool]], list[str]]:
+    """The tools of each toolset (in ``listing``'s order) under names no other tool has.
+
+    An installed tool (``taken``: a tool pack's, or one the application gave) keeps its
+    name, and so does the first toolset's tool of a name; a later one with a name
+    already given is offered as ``NAME_2`` (``NAME_3``...), never silently hidden. Gives
+    each toolset's tools by the toolset's ``id``, and one message per renaming.
+    """
+    owners: dict[str, str] = {
+        name: f"the tool {name!r} of {tool.pack or 'the application'}"
+        for name, tool in taken.items()
+    }
+    named: dict[int, dict[str, Tool]] = {}
+    said: list[str] = []
+    for toolset, tools in listing:
+        mine: dict[str, Tool] = {}
+        for name, tool in tools.items():
+            unique, number = name, 2
+            while unique in owners:
+                unique = valid_tool_name(f"{name}_{number}")
+                number += 1
+            if unique != name:
+                said.append(
+                    f"toolset {toolset.name!r} has a tool named {name!r}, as {owners[name]} "
+                    f"is: that one keeps the name, this one is offered as {unique!r}"
+                )
+                tool = tool.renamed(unique)
+            owners[unique] = f"the tool {unique!r} of toolset {toolset.name!r}"
+            mine[unique] = tool
+        named[id(toolset)] = mine
+    return named, said
 
 
 async def _open_all(

@@ -8,6 +8,7 @@ Internal: not part of ollm's public API (import its public names from ``ollm``:
 from ollm._lazy import lazy_exports
 from ollm.tools.result import ToolResult
 from ollm.tools.tool import (
+    ApprovalHint,
     ArgumentsValidator,
     Tool,
     ToolApproval,
@@ -31,6 +32,7 @@ __all__ = [
     "TOOLSET_SEPARATOR",
     "ApprovalAction",
     "ApprovalDecision",
+    "ApprovalHint",
     "ApprovalPolicy",
     "ApprovalRule",
     "ArgumentsValidator",

@@ -2,14 +2,19 @@
 
 An ``ApprovalRule`` says ``allow``, ``ask`` or ``deny`` for the calls whose tool name
 matches a glob (``fs_*``), and optionally whose arguments match too: ``args`` gives a
-glob per argument (its value as text), ``when`` a function of the arguments. An
-``ApprovalPolicy`` decides a call from every rule that matches it, the strictest first:
+glob per argument (its value as text; a glob with a ``/`` also sees the normalised
+path: a ``deny`` or ``ask`` matches when either does, an ``allow`` only when both do),
+``when`` a function of the arguments. An ``ApprovalPolicy`` decides a call from every
+rule that matches it, the strictest first:
 
     deny  >  ask  >  allow  >  the tool's own default  >  the policy's default
 
 A tool's own default is its ``approval`` (``@ollm.tool(approval="ask")``, or a function
-of the arguments; ``ollm-mcp`` sets it from the server's annotations: ``readOnlyHint``
-allows, ``destructiveHint`` asks). The policy's default is ``allow`` unless set.
+of the arguments). An ``ApprovalHint`` (what ``ollm-mcp`` makes of an untrusted server's
+annotations: ``readOnlyHint`` allows, ``destructiveHint`` asks) counts only where it is
+at least as strict as the policy's default. The policy's default is ``allow`` unless set.
+The runtime decides on the arguments that will run: after a middleware's rewrite, and
+again after a person's edit.
 
 A policy file (TOML) holds the same::
 
@@ -25,9 +30,11 @@ A policy file (TOML) holds the same::
     tool = "fs_write"
     args = { path = "/etc/*" }
 
-``ollm chat`` reads ``$OLLM_POLICY``, else ``policy.toml`` in ollm's configuration folder
-(``~/.config/ollm``), and adds ``--approve`` (ask for every call), ``--allow``,
-``--ask`` and ``--deny GLOB``.
+A file that cannot be read or understood is a ``PolicyError`` (``POLICY_INVALID``),
+never a policy that allows. ``ollm chat`` reads ``--policy PATH``, else
+``$OLLM_POLICY``, else ``policy.toml`` in ollm's configuration folder
+(``~/.config/ollm``), and adds ``--approve`` (the default becomes ``ask``),
+``--allow``, ``--ask`` and ``--deny GLOB``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
+import posixpath
+import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -43,7 +52,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from ollm.errors import InvalidRequestError
+from ollm.errors import PolicyError
+from ollm.tools.tool import ApprovalHint
 from ollm.types.messages import ToolCall
 
 if TYPE_CHECKING:
@@ -71,6 +81,8 @@ ACTIONS: tuple[ApprovalAction, ...] = ("allow", "ask", "deny")
 ENV_POLICY = "OLLM_POLICY"
 
 _RANK = {action: rank for rank, action in enumerate(ACTIONS)}
+MAX_POLICY_BYTES = 1 << 20
+_FIX = "Fix it, or name another file: a policy that cannot be read never means allow."
 _RULE_KEYS = ("action", "tool", "args", "reason")
 
 
@@ -102,8 +114,11 @@ class ApprovalRule(msgspec.Struct, frozen=True):
         """Whether this rule is about ``call``."""
         if not fnmatch.fnmatchcase(call.name, self.tool):
             return False
+        # A deny or an ask holds when the raw text or the normalised path matches; an
+        # allow only when both do: a "/srv/../etc" escapes neither way.
+        strict = self.action != "allow"
         for name, pattern in self.args.items():
-            if name not in call.args or not fnmatch.fnmatchcase(_text(call.args[name]), pattern):
+            if name not in call.args or not _arg_matches(_text(call.args[name]), pattern, strict):
                 return False
         if self.when is None:
             return True
@@ -162,9 +177,22 @@ class ApprovalPolicy(msgspec.Struct, frozen=True):
         if best is not None:
             return ApprovalDecision(best.action, "rule", best.reason or f"rule {best.describe()}")
         own = tool_default(tool, call) if tool is not None else None
-        if own is not None:
-            return own
-        return ApprovalDecision(self.default, "default", "")
+        if own is None:
+            return self._default()
+        if isinstance(tool.approval, ApprovalHint) and _RANK[own.action] < _RANK[self.default]:  # type: ignore[union-attr]
+            # A hint from an untrusted source (an MCP server's annotations) only ever
+            # makes the policy stricter.
+            return self._default(f"; {own.reason} is not trusted")
+        return own
+
+    def _default(self, more: str = "") -> ApprovalDecision:
+        if self.default == "allow":
+            return ApprovalDecision("allow", "default", "")
+        return ApprovalDecision(
+            self.default,
+            "default",
+            f"no rule allows it and the policy's default is {self.default}{more}",
+        )
 
     @classmethod
     def from_toml(cls, text: str, source: str = "the policy") -> ApprovalPolicy:
@@ -175,33 +203,73 @@ class ApprovalPolicy(msgspec.Struct, frozen=True):
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise InvalidRequestError(f"{source} is not valid TOML: {exc}.") from None
+            raise PolicyError(f"{source} is not valid TOML: {exc}.") from None
         unknown = sorted(set(data) - {"default", "rules"})
         if unknown:
-            raise InvalidRequestError(
+            raise PolicyError(
                 f"{source} has {', '.join(map(repr, unknown))}, which a policy does not "
                 'take: it holds default = "allow" (or ask, deny) and [[rules]] tables.'
             )
         default = data.get("default", "allow")
         if default not in _RANK:
-            raise InvalidRequestError(
+            raise PolicyError(
                 f'{source}: default must be "allow", "ask" or "deny", not {default!r}.'
             )
         rules = data.get("rules", [])
         if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
-            raise InvalidRequestError(f"{source}: rules must be [[rules]] tables.")
+            raise PolicyError(f"{source}: rules must be [[rules]] tables.")
         return cls(tuple(_rule(r, f"{source}, rule {n}") for n, r in enumerate(rules, 1)), default)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> ApprovalPolicy:
-        """The policy in the TOML file ``path``."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidRequestError(
-                f"The approval policy {path} cannot be read ({exc}). Fix it, or move it away."
-            ) from None
-        return cls.from_toml(text, str(path))
+        """The policy in the TOML file ``path``; ``PolicyError`` (``POLICY_INVALID``)
+        when it cannot be read or understood: missing, a directory, a dangling
+        symbolic link or a loop of them, a FIFO or a device (never waited on),
+        unreadable, larger than 1 MiB, not UTF-8, not TOML, or not a policy."""
+        return cls.from_toml(read_policy_text(path), f"The approval policy {path}")
+
+
+def read_policy_text(path: str | os.PathLike[str], named_by: str = "") -> str:
+    """The text of the policy file ``path``, read without ever blocking (a FIFO is
+    refused, not opened for a writer to come); ``PolicyError`` says what is wrong.
+    ``named_by`` says who named the file (``OLLM_POLICY``), for the message."""
+    where = f"The approval policy {path}" + (f" (named by {named_by})" if named_by else "")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise PolicyError(
+            f"{where} does not exist (or is a symbolic link to nothing). Fix the path: "
+            "a policy that cannot be read never means allow."
+        ) from None
+    except OSError as exc:
+        raise PolicyError(f"{where} cannot be opened ({_why(exc)}). {_FIX}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise PolicyError(f"{where} is a folder, not a file. Name the TOML file itself.")
+        if not stat.S_ISREG(mode):
+            raise PolicyError(
+                f"{where} is not a regular file (a FIFO, a socket or a device). {_FIX}"
+            )
+        data = os.read(fd, MAX_POLICY_BYTES + 1)
+        while len(data) <= MAX_POLICY_BYTES:
+            more = os.read(fd, MAX_POLICY_BYTES + 1 - len(data))
+            if not more:
+                break
+            data += more
+    except OSError as exc:
+        raise PolicyError(f"{where} cannot be read ({_why(exc)}). {_FIX}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_POLICY_BYTES:
+        raise PolicyError(f"{where} is larger than 1 MiB, which no policy needs. {_FIX}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PolicyError(
+            f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start})."
+        ) from None
 
 
 def tool_default(tool: Tool, call: ToolCall) -> ApprovalDecision | None:
@@ -209,6 +277,8 @@ def tool_default(tool: Tool, call: ToolCall) -> ApprovalDecision | None:
     approval = getattr(tool, "approval", None)
     if approval is None:
         return None
+    if isinstance(approval, ApprovalHint):
+        return ApprovalDecision(approval.action, "tool", approval.describe())
     if isinstance(approval, str):
         action = approval
     else:
@@ -242,26 +312,49 @@ def policy_path(environ: Mapping[str, str] | None = None) -> Path:
 def _rule(data: dict[str, Any], where: str) -> ApprovalRule:
     unknown = sorted(set(data) - set(_RULE_KEYS))
     if unknown:
-        raise InvalidRequestError(
+        raise PolicyError(
             f"{where} has {', '.join(map(repr, unknown))}; a rule takes {', '.join(_RULE_KEYS)}."
         )
     action = data.get("action")
     if action not in _RANK:
-        raise InvalidRequestError(
-            f'{where}: action must be "allow", "ask" or "deny", not {action!r}.'
-        )
+        raise PolicyError(f'{where}: action must be "allow", "ask" or "deny", not {action!r}.')
     tool = data.get("tool", "*")
     args = data.get("args", {})
     reason = data.get("reason", "")
     if not isinstance(tool, str) or not tool:
-        raise InvalidRequestError(f'{where}: tool must be a name or a glob such as "fs_*".')
+        raise PolicyError(f'{where}: tool must be a name or a glob such as "fs_*".')
     if not isinstance(args, dict) or not all(isinstance(v, str) for v in args.values()):
-        raise InvalidRequestError(
+        raise PolicyError(
             f'{where}: args must be a table of globs, such as args = {{ path = "/etc/*" }}.'
         )
     if not isinstance(reason, str):
-        raise InvalidRequestError(f"{where}: reason must be text.")
+        raise PolicyError(f"{where}: reason must be text.")
     return ApprovalRule(action, tool, args, reason=reason)
+
+
+def normal_path(text: str) -> str:
+    """``text`` as a path with ``.`` and ``..`` resolved, repeated and trailing slashes
+    removed and a leading ``//`` made ``/`` (as the text, not on the disk: no symbolic
+    link is followed)."""
+    normal = posixpath.normpath(text)
+    if normal.startswith("//"):
+        normal = "/" + normal.lstrip("/")
+    return normal
+
+
+def _arg_matches(value: str, pattern: str, strict: bool) -> bool:
+    """Whether an argument's text matches its glob; a path-like glob (one with a ``/``)
+    is tried on the normalised path too: either matching is enough for a ``strict``
+    rule (deny, ask), both must match for an allow."""
+    raw = fnmatch.fnmatchcase(value, pattern)
+    if "/" not in pattern or not value:
+        return raw
+    normal = fnmatch.fnmatchcase(normal_path(value), pattern)
+    return (raw or normal) if strict else (raw and normal)
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
 
 
 def _text(value: Any) -> str:

@@ -6,7 +6,7 @@ import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import anyio.to_thread
 import msgspec
@@ -19,7 +19,16 @@ from ollm.types.depth import MAX_JSON_DEPTH, nests_deeper_than
 from ollm.types.messages import ToolCall
 from ollm.types.request import ToolSchema
 
-__all__ = ["ArgumentsValidator", "Tool", "ToolApproval", "ToolContext", "render_result", "tool"]
+__all__ = [
+    "ApprovalHint",
+    "ArgumentsValidator",
+    "Tool",
+    "ToolApproval",
+    "ToolContext",
+    "may_hold",
+    "render_result",
+    "tool",
+]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -29,21 +38,53 @@ ArgumentsValidator = Callable[[dict[str, Any]], "str | None"]
 else what is wrong, naming the field (``'abc' is not of type 'integer' - at $.days``)."""
 
 
-ToolApproval = str | Callable[[dict[str, Any]], str] | None
-"""What a tool asks of its calls: ``"allow"``, ``"ask"`` (a person approves each call
-first), ``"deny"``, a function of the arguments returning one of them, or ``None``
-(nothing: the chat's rules decide). Rules a chat is given come first (see
-``ollm.ApprovalPolicy``)."""
-
 _APPROVALS = ("allow", "ask", "deny")
 
 
+class ApprovalHint(msgspec.Struct, frozen=True):
+    """What a source the user has not said to trust suggests for a tool's calls (an MCP
+    server's ``readOnlyHint`` or ``destructiveHint``): ``action`` applies only where it
+    is at least as strict as the policy's default, so a hint never relaxes a policy
+    (``allow`` under ``default = "ask"`` still asks). ``source`` names it in messages."""
+
+    action: Literal["allow", "ask", "deny"]
+    source: str = "a hint"
+
+    def __post_init__(self) -> None:
+        if self.action not in _APPROVALS:
+            raise ValueError(f"action must be allow, ask or deny, not {self.action!r}")
+
+    def describe(self) -> str:
+        """The hint in a few words (``the server's readOnlyHint``)."""
+        return self.source
+
+
+ToolApproval = str | ApprovalHint | Callable[[dict[str, Any]], str] | None
+"""What a tool asks of its calls: ``"allow"``, ``"ask"`` (a person approves each call
+first), ``"deny"``, a function of the arguments returning one of them, an
+``ApprovalHint`` (an untrusted source's suggestion, never less strict than the policy's
+default), or ``None`` (nothing: the chat's rules decide). Rules a chat is given come
+first (see ``ollm.ApprovalPolicy``)."""
+
+
+def may_hold(approval: ToolApproval) -> bool:
+    """Whether a tool's ``approval`` may keep one of its calls from running as it comes."""
+    if isinstance(approval, ApprovalHint):
+        return approval.action != "allow"
+    return approval not in (None, "allow")
+
+
 def _check_approval(approval: object) -> ToolApproval:
-    if approval is None or callable(approval) or approval in _APPROVALS:
+    if (
+        approval is None
+        or isinstance(approval, ApprovalHint)
+        or callable(approval)
+        or approval in _APPROVALS
+    ):
         return approval
     raise InvalidToolError(
-        f"approval must be 'allow', 'ask', 'deny', a function of the arguments, or None, "
-        f"not {approval!r}."
+        f"approval must be 'allow', 'ask', 'deny', a function of the arguments, an "
+        f"ollm.ApprovalHint, or None, not {approval!r}."
     )
 
 

@@ -154,7 +154,8 @@ class NoticeEvent(_Event, frozen=True, tag="notice"):
     """Something worth telling the user that is not an error.
 
     ``kind`` is a stable short word: ``loading_model``, ``strategy``, ``retry``,
-    ``failover`` (a pool moved the request to another server), ``info``.
+    ``failover`` (a pool moved the request to another server), ``tool_name`` (a toolset's
+    tool renamed, its name being taken), ``info``.
     """
 
     type: ClassVar[Literal["notice"]] = "notice"
