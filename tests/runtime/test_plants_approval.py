@@ -93,17 +93,22 @@ async def test_an_approval_for_the_chat_leaves_another_tools_question_open(
         Reply("One of two."),
     )
     chat_client = client(provider, tools=tools.tools)
+    waiting: list[ollm.ApprovalRequestEvent] = []
     denied: list[bool] = []
 
     def answer(stream: ollm.ChatStream, request: ollm.ApprovalRequestEvent) -> None:
-        if request.call.name == "launch":
-            stream.approve(request.id, scope="chat")
-        else:
-            denied.append(stream.deny(request.id, "not now"))
+        # Both questions are open before either is answered.
+        waiting.append(request)
+        if len(waiting) < 2:
+            return
+        (launch,) = [r for r in waiting if r.call.name == "launch"]
+        (land,) = [r for r in waiting if r.call.name == "land"]
+        stream.approve(launch.id, scope="chat")
+        denied.append(stream.deny(land.id, "not now"))
 
     events, asked = await _answered(chat_client, answer)
     assert_one_finish_last(events, "stop")
-    assert [r.call.name for r in asked] == ["launch", "land"]
+    assert sorted(r.call.name for r in asked) == ["land", "launch"]
     assert denied == [True]  # still open when its own answer came
     assert tools.ran == ["launch moon"]
 
