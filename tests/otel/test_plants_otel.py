@@ -4,6 +4,8 @@ tests let through (tests/plants.toml, module ``otel``)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from otel_helpers import Telemetry
 
@@ -68,3 +70,22 @@ async def test_a_chat_cancelled_mid_reply_marks_its_request_cancelled(
     assert finish.reason == "cancelled"
     (span,) = telemetry.named("chat")
     assert (span.attributes or {}).get("error.type") == "cancelled"
+
+
+async def test_content_over_its_cap_keeps_the_newest_messages(
+    anyio_backend: str, telemetry: Telemetry
+) -> None:
+    client = ollm.ChatClient(
+        ollm.Registries(),
+        provider=ScriptedProvider(*[f"answer {n}" for n in range(6)]),
+        middleware=[telemetry.otel(capture_content=True, content_limit=400)],
+    )
+    async with client:
+        for n in range(6):
+            assert (await client.run(f"question {n}: " + "words " * 10)).ok
+    last = max(telemetry.named("chat"), key=lambda s: s.start_time or 0)
+    sent = json.loads(str((last.attributes or {})["gen_ai.input.messages"]))
+    assert 1 < len(sent) < 11  # some were left out to fit
+    assert sent[-1]["parts"][0]["content"].startswith("question 5:")
+    texts = [m["parts"][0]["content"] for m in sent]
+    assert not any(text.startswith("question 0:") for text in texts)
