@@ -89,3 +89,24 @@ async def test_content_over_its_cap_keeps_the_newest_messages(
     assert sent[-1]["parts"][0]["content"].startswith("question 5:")
     texts = [m["parts"][0]["content"] for m in sent]
     assert not any(text.startswith("question 0:") for text in texts)
+
+
+async def test_a_tool_that_returns_an_error_result_is_an_error_span(
+    anyio_backend: str, telemetry: Telemetry
+) -> None:
+    def check(path: str) -> ollm.ToolResult:
+        """Check a path.
+
+        Args:
+            path: The path.
+        """
+        return ollm.ToolResult(f"{path} is broken", is_error=True)
+
+    provider = ScriptedProvider(Reply(tool_calls=[("check", {"path": "/tmp"})]), "It is broken.")
+    client = ollm.ChatClient(
+        ollm.Registries(), provider=provider, tools=[check], middleware=[telemetry.otel()]
+    )
+    async with client:
+        assert (await client.run("check /tmp")).ok
+    (span,) = telemetry.named("execute_tool")
+    assert (span.attributes or {}).get("error.type") == "TOOL_FAILED"
