@@ -11,6 +11,10 @@ distribution and every surviving mutant (`mutmut show NAME` in the stage shows i
     ./ollmw mutate ollm-core 'src/ollm/tools/*'   one distribution, chosen modules
     ./ollmw mutate --recheck ollm-core   a finished run's survivors against the test
                                          files changed since it started (see recheck)
+    ./ollmw mutate --plants [MODULE|ID...]  the semantic bugs planted by hand in
+                                         tests/plants.toml, each against its module's
+                                         tests (see plants); --no-baseline skips the
+                                         first run without any plant
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ROOT / ".mutate"
@@ -302,7 +307,87 @@ def recheck(name: str) -> None:
         print(f"  left: {mutant}")
 
 
+# -- --plants: semantic bugs planted by hand ----------------------------------------
+#
+# mutmut changes one operator or constant at a time; a plausible bug is often larger (an
+# approval for the chat kept for the client, the wrong end of a list, a keyword of a
+# schema ignored). tests/plants.toml lists such bugs, each a text replacement in one
+# file of packages/, by module (a module names its test files). Each is planted into a
+# copy of its distribution's src/ (first on PYTHONPATH, as --recheck does), the module's
+# tests run against it, and the verdict is printed: caught, or not caught.
+
+
+def _plants_file() -> dict[str, Any]:
+    import tomllib
+
+    return tomllib.loads((ROOT / "tests" / "plants.toml").read_text(encoding="utf-8"))
+
+
+def plants(chosen: list[str]) -> None:
+    import tempfile
+
+    baseline_first = "--no-baseline" not in chosen  # when the tests are known to pass
+    chosen = [c for c in chosen if c != "--no-baseline"]
+    data = _plants_file()
+    modules: dict[str, Any] = data["modules"]
+    ids = {p["id"] for p in data["plants"]}
+    unknown = sorted(set(chosen) - set(modules) - ids)
+    if unknown:
+        sys.exit(f"mutate: no module or plant {', '.join(unknown)} in tests/plants.toml")
+    verdicts: dict[str, list[str]] = {}
+    # The modules in the order asked for (each plant's module for an id), else the file's.
+    module_of = {p["id"]: p["module"] for p in data["plants"]}
+    order = [module_of.get(c, c) for c in chosen] or list(modules)
+    for module in dict.fromkeys(order):
+        settings = modules[module]
+        planted = [
+            p
+            for p in data["plants"]
+            if p["module"] == module and (not chosen or module in chosen or p["id"] in chosen)
+        ]
+        if not planted:
+            continue
+        pytest = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:randomly"]
+        # A test file not written yet (on an older commit) is left out.
+        tests = [t for t in settings["tests"] if (ROOT / t).exists()]
+        pytest += ["-p", "no:cacheprovider", *tests]
+        # A test that fails without any plant would "catch" every one: check them first.
+        env = {**os.environ, "HYPOTHESIS_PROFILE": "ci"}
+        if baseline_first:
+            baseline = subprocess.run(pytest, cwd=ROOT, env=env, capture_output=True, text=True)
+            if baseline.returncode:
+                sys.exit(f"mutate: {module}'s tests fail with no plant:\n{baseline.stdout[-2000:]}")
+        for plant in planted:
+            relative = Path(plant["file"])
+            distribution = relative.parts[1]  # packages/<distribution>/src/...
+            with tempfile.TemporaryDirectory() as scratch:
+                copy = Path(scratch) / "src"
+                shutil.copytree(ROOT / "packages" / distribution / "src", copy)
+                target = copy.joinpath(*relative.parts[3:])
+                text = target.read_text(encoding="utf-8")
+                if text.count(plant["old"]) != 1:
+                    verdict = "cannot be planted (its text is not there once)"
+                else:
+                    target.write_text(text.replace(plant["old"], plant["new"]), encoding="utf-8")
+                    env["PYTHONPATH"] = str(copy)
+                    try:
+                        result = subprocess.run(
+                            pytest, cwd=ROOT, env=env, capture_output=True, timeout=900
+                        )
+                        verdict = "caught" if result.returncode else "NOT CAUGHT"
+                    except subprocess.TimeoutExpired:
+                        verdict = "caught (the tests hang)"
+            verdicts.setdefault(module, []).append(verdict)
+            print(f"{module} {plant['id']}: {verdict} ({plant['bug']})", flush=True)
+    for module, found in verdicts.items():
+        caught = sum(v.startswith("caught") for v in found)
+        print(f"{module}: {caught} of {len(found)} caught")
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--plants"]:
+        plants(argv[1:])
+        return
     if argv[:1] == ["--recheck"]:
         for name in argv[1:] or list(SCOPES):
             recheck(name)
