@@ -159,3 +159,28 @@ def test_the_audit_file_is_named_by_the_environment(tmp_path: Path) -> None:
     )
     beside = Audit.from_env({"OLLM_LOGS_PATH": str(tmp_path / "logs" / "logs.db")})
     assert beside.path == tmp_path / "logs" / "audit.jsonl"
+
+
+class Leaky:
+    """A middleware whose failure quotes a key (as an exception's words may)."""
+
+    async def on_request(self, ctx: Any, request: ollm.ProviderRequest) -> None:
+        raise ValueError(f"cannot send with {KEY}")
+
+
+@pytest.mark.parametrize("order", ["redact-first", "redact-last"])
+async def test_another_middlewares_failure_never_shows_a_key(
+    anyio_backend: str, order: str
+) -> None:
+    # The chain's own MIDDLEWARE_FAILED error skips every on_event, redact's included:
+    # it is cleaned where it is made, in either order.
+    provider = ScriptedProvider(Reply(["never sent"]))
+    layers: list[object] = [Redact(), Leaky()]
+    chat_client = client(provider, middleware=layers if order == "redact-first" else layers[::-1])
+    events = await collect(chat_client.chat("hi"))
+    assert_one_finish_last(events, "error")
+    [error] = [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert error.code == "MIDDLEWARE_FAILED"
+    assert "Leaky" in error.message or "failed in on_request" in error.message
+    assert "sk-proj" not in shown(events)
+    assert "[REDACTED]" in error.message

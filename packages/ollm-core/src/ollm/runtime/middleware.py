@@ -163,7 +163,8 @@ class MiddlewareChain:
                 except (Exception, SystemExit) as exc:
                     log.debug("middleware %r failed in %s", layer.name, hook, exc_info=exc)
                     raise MiddlewareError(
-                        f"Middleware {layer.name!r} failed in {hook}: {_describe(exc)}. {_STOPPED}"
+                        f"Middleware {layer.name!r} failed in {hook}: "
+                        f"{self._scrubbed(_describe(exc))}. {_STOPPED}"
                     ) from None
         if aborted.cancelled_caught:
             # The chat was aborted while the method ran: a failure of its own code, which
@@ -179,6 +180,20 @@ class MiddlewareChain:
                 "(middleware_timeout=...)."
             )
         return result
+
+    def _scrubbed(self, text: str) -> str:
+        """``text`` (a failure's own words, which may quote a key) through every chat
+        middleware that scrubs values (``Redact``): the chain's errors skip the
+        middleware's ``on_event``, so they are cleaned here, failing closed."""
+        for item in self.context.middleware:
+            scrub = getattr(item, "scrub", None)
+            if callable(scrub):
+                try:
+                    cleaned = scrub(text)
+                except Exception:
+                    return "(its message was withheld: it could not be redacted)"
+                text = cleaned if isinstance(cleaned, str) else text
+        return text
 
     def call_now(self, layer: Layer, hook: str, *args: Any) -> Any:
         """A plain (not async) method, called at once in this thread (``None`` for an
