@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ollm.registries import Registries
-from ollm.runtime.compaction import ContextView
 from ollm.runtime.settings import ChatSettings, ToolItem
 from ollm.runtime.toolsets import ToolsetSessions, select_tools
 from ollm.tools.tool import Tool
@@ -24,6 +23,7 @@ from ollm.types.models import ModelCapabilities
 from ollm.types.provider import ModelInspection, ProviderAdapter
 
 if TYPE_CHECKING:
+    from ollm.runtime.compaction import ContextView
     from ollm.runtime.middleware import Layer
 
 __all__ = ["ClientServices", "RunContext"]
