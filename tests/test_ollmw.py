@@ -94,3 +94,30 @@ def test_llama_cpp_python_is_built_first_with_portable_cmake_options() -> None:
     assert [r.split(">")[0] for r in compiled] == ["llama-cpp-python"]
     env = module.compile_env(compiled)
     assert "-DGGML_NATIVE=OFF" in env["CMAKE_ARGS"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["tests/core", "-x", "-q"], ["-k", "pool"], ["-m", "not realmodel"]],
+)
+def test_the_tests_run_on_every_core_by_default(args: list[str]) -> None:
+    assert ollmw().test_arguments(args) == ["-n", "auto", "--dist", "loadgroup", *args]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-n", "4"],
+        ["-n4"],
+        ["-n", "0", "tests/core"],
+        ["--numprocesses=2"],
+        ["--dist", "loadfile"],
+        ["-p", "no:xdist"],
+        ["-pno:xdist"],
+        ["tests/core", "--pdb"],
+        ["-s", "tests/cli"],
+        ["--collect-only", "-q"],
+    ],
+)
+def test_a_user_who_says_how_to_run_the_tests_is_obeyed(args: list[str]) -> None:
+    assert ollmw().test_arguments(args) == args
