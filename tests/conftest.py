@@ -1,9 +1,11 @@
-"""Shared test settings: both anyio backends, and hypothesis profiles."""
+"""Shared test settings: both anyio backends, hypothesis profiles, and the lanes of a
+parallel run."""
 
 from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -44,3 +46,39 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Every async test runs on asyncio and on trio."""
     return str(request.param)
+
+
+# Lanes under pytest-xdist (`./ollmw test` runs `-n auto --dist loadgroup`): a test goes
+# to any worker, but
+# - the real model's tests (tests/llamacpp, marked `realmodel`) and the real server's
+#   (`realserver`) form one slow lane, one worker, so that two models never load at once
+#   on a machine whose cores they want all of;
+# - the tests of a file that share a fixture wider than a test (a module's wheels built
+#   once, a session's server) stay in one worker, so that it is made once, not per worker.
+SLOW_LANE = ("realmodel", "realserver")
+REAL_MODEL_TESTS = Path(__file__).resolve().parent / "llamacpp"
+WIDER_SCOPES = ("class", "module", "package", "session")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(REAL_MODEL_TESTS):
+            item.add_marker(pytest.mark.realmodel)
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        if any(item.get_closest_marker(lane) is not None for lane in SLOW_LANE):
+            item.add_marker(pytest.mark.xdist_group("slow-lane"))
+        elif _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
+
+
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a fixture made once for more than one test."""
+    info = getattr(item, "_fixtureinfo", None)  # pytest's record of the item's fixtures
+    if info is None:
+        return False
+    return any(
+        definition.scope in WIDER_SCOPES
+        for definitions in info.name2fixturedefs.values()
+        for definition in definitions
+    )

@@ -164,3 +164,30 @@ def test_a_setup_that_did_not_finish_is_said_and_started_over(
     module.SETTING_UP().unlink()
     module.begin_setup([], ["ollm-core"])
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["tests/core", "-x", "-q"], ["-k", "pool"], ["-m", "not realmodel"]],
+)
+def test_the_tests_run_on_every_core_by_default(args: list[str]) -> None:
+    assert ollmw().test_arguments(args) == ["-n", "auto", "--dist", "loadgroup", *args]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-n", "4"],
+        ["-n4"],
+        ["-n", "0", "tests/core"],
+        ["--numprocesses=2"],
+        ["--dist", "loadfile"],
+        ["-p", "no:xdist"],
+        ["-pno:xdist"],
+        ["tests/core", "--pdb"],
+        ["-s", "tests/cli"],
+        ["--collect-only", "-q"],
+    ],
+)
+def test_a_user_who_says_how_to_run_the_tests_is_obeyed(args: list[str]) -> None:
+    assert ollmw().test_arguments(args) == args

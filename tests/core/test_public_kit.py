@@ -132,3 +132,26 @@ def test_the_error_tree_has_its_four_families() -> None:
 
     assert LogsUnavailableError is ollm.LogsUnavailableError
     assert "TransportError" in (ollm.errors.__doc__ or "")
+
+
+def _contract(name_start: str) -> dict[str, object]:
+    import tomllib
+
+    config = tomllib.loads((ROOT.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    return next(c for c in contracts if c["name"].startswith(name_start))
+
+
+def test_the_import_contract_forbids_every_module_of_ollm_but_the_public_ones() -> None:
+    """`./ollmw lint` holds what this file checks, through the import-linter contract:
+    its forbidden list and PUBLIC together name every module at the top of ollm."""
+    contract = _contract("Plugins reach ollm-core only through")
+    forbidden = set(contract["forbidden_modules"])  # type: ignore[call-overload]
+    core = ROOT / "ollm-core" / "src" / "ollm"
+    tops = {f"ollm.{p.stem}" for p in core.glob("*.py") if p.stem != "__init__"}
+    tops |= {f"ollm.{p.parent.name}" for p in core.glob("*/__init__.py")}
+    assert "ollm.types.*" in forbidden  # the submodules of ollm.types; ollm.types is public
+    assert tops - PUBLIC == forbidden - {"ollm.types.*"}
+    assert set(contract["source_modules"]) == {  # type: ignore[call-overload]
+        d.replace("-", "_") for d in PLUGINS
+    }

@@ -32,10 +32,9 @@ import msgspec
 
 from ollm.errors import InvalidRequestError, OllmError, ProviderNotFoundError
 from ollm.kit import config_path, named_tables
-from ollm.types import ProviderAdapter
+from ollm.types import ProviderAdapter, ProviderBuilder
 
 if TYPE_CHECKING:
-    from ollm import ProviderRegistry
     from ollm_pool._provider import PoolProvider
 
 __all__ = [
@@ -122,7 +121,7 @@ def chosen_pool(
 
 
 def build_pool(
-    profile: str | None, registry: ProviderRegistry, environ: Mapping[str, str] | None = None
+    profile: str | None, registry: ProviderBuilder, environ: Mapping[str, str] | None = None
 ) -> PoolProvider:
     """The pool ``-p pool:NAME`` (``profile``) names, its members built by ``registry``."""
     from ollm_pool._member import Member
@@ -158,7 +157,7 @@ def build_pool(
 
 
 def _member(
-    registry: ProviderRegistry, where: str, table: Mapping[str, Any]
+    registry: ProviderBuilder, where: str, table: Mapping[str, Any]
 ) -> tuple[ProviderAdapter, dict[str, Any]]:
     """A member's provider, built by the registry, and the pool's own keys of its table."""
     provider = table.get("provider")

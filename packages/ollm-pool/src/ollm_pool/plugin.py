@@ -11,16 +11,15 @@ from typing import TYPE_CHECKING
 
 import ollm
 from ollm.errors import ProviderNotFoundError
-from ollm.types import ProviderSpec
+from ollm.types import ProviderBuilder, ProviderSpec
 
 if TYPE_CHECKING:
-    from ollm import ProviderRegistry
     from ollm_pool._provider import PoolProvider
 
 __all__ = ["build_named", "ollm_providers"]
 
 
-def build_named(profile: str | None, registry: ProviderRegistry) -> PoolProvider:
+def build_named(profile: str | None, registry: ProviderBuilder) -> PoolProvider:
     """The pool ``-p pool:NAME`` names (``-p pool``: the only one, or ``default``)."""
     from ollm_pool._config import build_pool
 

@@ -417,7 +417,7 @@ def _positive_float(text: str) -> float:
 
 
 def _compact(text: str) -> str:
-    from ollm.runtime.compaction import check_compact
+    from ollm.runtime.settings import check_compact  # not compaction: a chat may not compact
 
     try:
         return check_compact(text.strip())

@@ -41,7 +41,7 @@ class ToolsetRegistry:
         """Build the toolsets that ``config`` describes for the kind ``name``."""
         spec = self.get(name)
         try:
-            made = list(spec.factory(config))
+            given = list(spec.factory(config))
         except OllmError:
             raise
         except Exception as exc:
@@ -49,13 +49,15 @@ class ToolsetRegistry:
                 f"Toolset kind {name!r} could not read its configuration {config!r}: "
                 f"{type(exc).__name__}: {exc}. Run `ollm plugins` to see where it comes from."
             ) from exc
-        for toolset in made:
+        made: builtins.list[Toolset] = []
+        for toolset in given:
             if not is_toolset(toolset):
                 raise PluginError(
                     f"Toolset kind {name!r} returned {type(toolset).__name__}, which is not a "
                     "toolset (it needs a name and an open() method). Report this to its author."
                 )
             check_toolset_name(toolset.name)
+            made.append(toolset)
         return made
 
     def list(self) -> builtins.list[str]:

@@ -507,7 +507,7 @@ def _prepare_tools(tools: Sequence[ToolItem]) -> tuple[str | Tool | Toolset, ...
             prepared.append(item)
         elif is_toolset(item):
             check_toolset_name(getattr(item, "name", None))
-            prepared.append(item)  # type: ignore[arg-type]
+            prepared.append(item)
         elif callable(item):
             prepared.append(Tool.from_function(item))
         else:

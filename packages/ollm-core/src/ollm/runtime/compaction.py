@@ -40,6 +40,7 @@ from ollm.registries.tokens import (
     message_characters,
     request_text,
 )
+from ollm.runtime.settings import COMPACT_AT, STRATEGIES, check_compact
 from ollm.types.abort import AbortSignal
 from ollm.types.compactor import Compactor, CompactorSpec, MessageCounter
 from ollm.types.events import CompactionEvent, ErrorEvent, NoticeEvent, TextEvent
@@ -60,11 +61,8 @@ __all__ = [
     "resolve_compactor",
 ]
 
-COMPACT_AT = 0.8
 # Compacted down to this share of the window: room for a few turns before the next one.
 TARGET = 0.6
-# Strategies by name; "auto" is clear-results then trim.
-STRATEGIES = ("auto", "off", "clear-results", "trim", "summarize", "summarize:MODEL")
 SUMMARY_SHARE = 0.1  # of the window, for a summary
 SUMMARY_SYSTEM = (
     "You summarize the earlier part of a conversation between a user and an assistant "
@@ -72,21 +70,6 @@ SUMMARY_SYSTEM = (
     "Keep the facts, names, numbers, decisions and open questions; leave out pleasantries. "
     "Write plain prose, as short as it can be while complete."
 )
-
-
-def check_compact(value: object) -> str:
-    """``value`` if it can name a compactor (one of ``STRATEGIES`` or an installed one,
-    which the chat checks when it starts), else ``ValueError`` naming ollm's own."""
-    if (
-        isinstance(value, str)
-        and value.strip() == value != ""
-        and (not value.startswith("summarize:") or value[10:].strip())
-    ):
-        return value
-    raise ValueError(
-        f"compact must be one of {', '.join(STRATEGIES)} or the name of an installed "
-        f"compactor (`ollm plugins` lists them), not {value!r}"
-    )
 
 
 def count_messages(messages: Sequence[Message]) -> int:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ollm.registries import Registries
-from ollm.runtime.compaction import ContextView
-from ollm.runtime.settings import ToolItem
+from ollm.runtime.settings import ChatSettings, ToolItem
 from ollm.runtime.toolsets import ToolsetSessions, select_tools
 from ollm.tools.tool import Tool
 from ollm.tools.toolset import Toolset
@@ -24,12 +23,32 @@ from ollm.types.models import ModelCapabilities
 from ollm.types.provider import ModelInspection, ProviderAdapter
 
 if TYPE_CHECKING:
-    from ollm.runtime.client import ChatClient
+    from ollm.runtime.compaction import ContextView
     from ollm.runtime.middleware import Layer
 
-__all__ = ["RunContext"]
+__all__ = ["ClientServices", "RunContext"]
 
 log = logging.getLogger(__name__)
+
+
+class ClientServices(Protocol):
+    """What a run context uses of its client (a ``ChatClient``): its registries and
+    toolsets. The client builds the context, so the context names it by this."""
+
+    @property
+    def registries(self) -> Registries:
+        """The client's registries (plugins are discovered the first time)."""
+        ...
+
+    @property
+    def toolsets(self) -> tuple[Toolset, ...]:
+        """The client's own toolsets, open for all its chats."""
+        ...
+
+    @property
+    def settings(self) -> ChatSettings:
+        """The client's settings (a middleware reads them through its context)."""
+        ...
 
 
 class RunContext:
@@ -64,7 +83,7 @@ class RunContext:
         "windows",
     )
 
-    def __init__(self, client: ChatClient) -> None:
+    def __init__(self, client: ClientServices) -> None:
         self.client = client
         self._toolset_sessions = ToolsetSessions()
         self._capabilities: dict[tuple[str, str], ModelCapabilities] = {}

@@ -24,10 +24,8 @@ import msgspec
 from ollm.errors import ErrorCode, MiddlewareError, OllmError, PluginError
 from ollm.registries.strategies import StrategyRegistry
 from ollm.registries.tokens import IncrementalCount
-from ollm.runtime.compaction import Compaction, ContextView
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.native import NativeStrategy
-from ollm.runtime.output import OutputStep
 from ollm.runtime.provider_stream import error_event, guarded, not_an_event
 from ollm.runtime.selection import StrategySelection
 from ollm.runtime.settings import DEFAULT_CONTEXT_WINDOW, ChatSettings
@@ -63,8 +61,10 @@ from ollm.types.strategy import ToolStrategy
 
 if TYPE_CHECKING:
     from ollm.runtime.approval import ApprovalBoard, ApprovalStep
+    from ollm.runtime.compaction import Compaction
     from ollm.runtime.context import RunContext
     from ollm.runtime.middleware import Layer, MiddlewareChain
+    from ollm.runtime.output import OutputStep
     from ollm.types.middleware import MiddlewareContext
 
 __all__ = ["ChatRun"]
@@ -468,6 +468,8 @@ class ChatRun:
         forced = self.conversation.id in context.compact_next
         if settings.compact != "off" or forced:
             context.compact_next.discard(self.conversation.id)
+            from ollm.runtime.compaction import Compaction, ContextView  # only when compacting
+
             view = context.views.setdefault(self.conversation.id, ContextView())
             strategy = "auto" if settings.compact == "off" else settings.compact
             self.compaction = Compaction.named(
@@ -479,7 +481,10 @@ class ChatRun:
             self.strategy, notice = self.selection.initial(capabilities)
             if notice is not None:
                 self.notices.append(notice)
-        self.output = OutputStep.of(settings, context, provider.name, model)
+        if settings.output is not None:
+            from ollm.runtime.output import OutputStep  # only a chat with typed output
+
+            self.output = OutputStep.of(settings, context, provider.name, model)
         return provider
 
     def _chat_toolsets(self) -> ToolsetSessions:

@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ollm.runtime.compaction import COMPACT_AT, check_compact
 from ollm.runtime.window import AUTO, check_on_truncation
 from ollm.tools.tool import Tool
 from ollm.tools.toolset import Toolset
@@ -19,10 +18,38 @@ if TYPE_CHECKING:
     from ollm.runtime.approval import Approver
     from ollm.tools.approval import ApprovalPolicy
 
-__all__ = ["DEFAULT_CONTEXT_WINDOW", "ChatSettings", "ToolItem", "as_policy"]
+__all__ = [
+    "COMPACT_AT",
+    "DEFAULT_CONTEXT_WINDOW",
+    "STRATEGIES",
+    "ChatSettings",
+    "ToolItem",
+    "as_policy",
+    "check_compact",
+]
 
 DEFAULT_CONTEXT_WINDOW = 4096
+# Compaction's settings live here, so that a chat that does not compact never imports
+# ollm.runtime.compaction.
+COMPACT_AT = 0.8
+# Strategies by name; "auto" is clear-results then trim.
+STRATEGIES = ("auto", "off", "clear-results", "trim", "summarize", "summarize:MODEL")
 ToolItem = str | Tool | Toolset | Callable[..., Any]
+
+
+def check_compact(value: object) -> str:
+    """``value`` if it can name a compactor (one of ``STRATEGIES`` or an installed one,
+    which the chat checks when it starts), else ``ValueError`` naming ollm's own."""
+    if (
+        isinstance(value, str)
+        and value.strip() == value != ""
+        and (not value.startswith("summarize:") or value[10:].strip())
+    ):
+        return value
+    raise ValueError(
+        f"compact must be one of {', '.join(STRATEGIES)} or the name of an installed "
+        f"compactor (`ollm plugins` lists them), not {value!r}"
+    )
 
 
 @dataclass(frozen=True)

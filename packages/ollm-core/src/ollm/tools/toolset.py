@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from ollm.errors import InvalidToolError
 from ollm.tools.tool import Tool
@@ -81,7 +81,7 @@ class Toolset(Protocol):
         ...
 
 
-def is_toolset(item: object) -> bool:
+def is_toolset(item: object) -> TypeGuard[Toolset]:
     """Whether ``item`` is a toolset (has a ``name`` and an ``open()``), not a tool."""
     return (
         not isinstance(item, Tool)

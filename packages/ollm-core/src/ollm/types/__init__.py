@@ -28,7 +28,15 @@ from ollm.types.events import (
     encode_event,
 )
 from ollm.types.messages import ROLES, ImagePart, Message, Part, Role, TextPart, ToolCall
-from ollm.types.middleware import ApprovalScope, Approve, Ask, Deny, MiddlewareContext
+from ollm.types.middleware import (
+    ApprovalScope,
+    Approve,
+    Ask,
+    ChatHistory,
+    Deny,
+    MiddlewareClient,
+    MiddlewareContext,
+)
 from ollm.types.models import (
     EmbeddingResult,
     HealthStatus,
@@ -54,6 +62,7 @@ from ollm.types.specs import (
     MiddlewareSpec,
     PluginRecord,
     PluginStatus,
+    ProviderBuilder,
     ProviderSpec,
     StrategySpec,
     TokenCounter,
@@ -71,6 +80,7 @@ __all__ = [
     "Approve",
     "Ask",
     "ChatEvent",
+    "ChatHistory",
     "Closeable",
     "CompactionEvent",
     "Compactor",
@@ -87,6 +97,7 @@ __all__ = [
     "ImagePart",
     "Message",
     "MessageCounter",
+    "MiddlewareClient",
     "MiddlewareContext",
     "MiddlewareSpec",
     "ModelCapabilities",
@@ -103,6 +114,7 @@ __all__ = [
     "PluginRecord",
     "PluginStatus",
     "ProviderAdapter",
+    "ProviderBuilder",
     "ProviderEvent",
     "ProviderRequest",
     "ProviderSpec",

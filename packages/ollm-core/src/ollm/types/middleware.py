@@ -20,13 +20,12 @@ See the hook ``ollm_middleware`` and the "Middleware" section of docs/plugins.md
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 
 if TYPE_CHECKING:
-    from ollm.runtime.client import ChatClient
-    from ollm.runtime.conversation import Conversation
+    from ollm.types.messages import Message
     from ollm.types.provider import ProviderAdapter
 
 __all__ = [
@@ -34,8 +33,13 @@ __all__ = [
     "ApprovalScope",
     "Approve",
     "Ask",
+    "ChatHistory",
+    "ClientRegistries",
+    "ClientSettings",
     "Deny",
+    "MiddlewareClient",
     "MiddlewareContext",
+    "ProviderLookup",
     "check_middleware",
     "is_middleware",
 ]
@@ -109,10 +113,81 @@ class Approve(msgspec.Struct, frozen=True):
             raise TypeError("args must be a dict of the call's arguments, or None")
 
 
+# The contracts sit under the runtime, so they name the client and the conversation by
+# what a middleware may use of them (ChatClient and Conversation are such objects).
+
+
+class ProviderLookup(Protocol):
+    """The providers a client can reach, by name (``ollm.ProviderRegistry`` is one)."""
+
+    def get(self, name: str | None = None) -> ProviderAdapter:
+        """The provider called ``name``, or the default one when ``name`` is ``None``."""
+        ...
+
+
+class ClientRegistries(Protocol):
+    """What a middleware may read of the client's registries (``ollm.Registries``)."""
+
+    @property
+    def providers(self) -> ProviderLookup:
+        """The providers by name."""
+        ...
+
+
+class ClientSettings(Protocol):
+    """What a middleware may read of the client's settings: the provider and model it
+    names (``None``: the default)."""
+
+    @property
+    def provider(self) -> str | ProviderAdapter | None:
+        """A registered name, a provider object, or ``None`` for the default."""
+        ...
+
+    @property
+    def model(self) -> str | None:
+        """The model name, or ``None`` for the provider's default."""
+        ...
+
+
+class MiddlewareClient(Protocol):
+    """What a middleware may use of the client that runs its chat (an ``ollm.ChatClient``):
+    its settings, its registries and its toolsets."""
+
+    @property
+    def settings(self) -> ClientSettings:
+        """The client's settings."""
+        ...
+
+    @property
+    def registries(self) -> ClientRegistries:
+        """The client's registries (plugins are discovered the first time)."""
+        ...
+
+    @property
+    def toolsets(self) -> Sequence[object]:
+        """The client's toolsets (``ollm.Toolset`` objects)."""
+        ...
+
+
+class ChatHistory(Protocol):
+    """What a middleware may read of the conversation (an ``ollm.Conversation``)."""
+
+    @property
+    def id(self) -> str:
+        """The conversation's id."""
+        ...
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The messages, in order (a snapshot)."""
+        ...
+
+
 class MiddlewareContext:
     """The chat a middleware method is called for.
 
-    ``client`` is the ``ChatClient``; ``conversation`` the history (``conversation_id``
+    ``client`` is the ``ChatClient`` (typed as ``MiddlewareClient``: what a middleware
+    may use of it); ``conversation`` the history (a ``ChatHistory``; ``conversation_id``
     its id); ``turn`` the number of the current request (0 before the first);
     ``provider`` and ``model`` the names in use (empty until known), ``adapter`` the
     provider object itself (``None`` until known: a middleware may call its optional
@@ -134,7 +209,7 @@ class MiddlewareContext:
         "turn",
     )
 
-    def __init__(self, client: ChatClient, conversation: Conversation) -> None:
+    def __init__(self, client: MiddlewareClient, conversation: ChatHistory) -> None:
         self.client = client
         self.conversation = conversation
         self.turn = 0

@@ -4,7 +4,7 @@ toolsets, middleware."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -12,15 +12,11 @@ from ollm.types.provider import ProviderAdapter
 from ollm.types.request import ProviderRequest
 from ollm.types.strategy import ToolStrategy
 
-if TYPE_CHECKING:
-    # The tools layer sits above this one; the annotation is all that is needed here.
-    from ollm.registries.providers import ProviderRegistry
-    from ollm.tools.toolset import Toolset
-
 __all__ = [
     "MiddlewareSpec",
     "PluginRecord",
     "PluginStatus",
+    "ProviderBuilder",
     "ProviderSpec",
     "StrategySpec",
     "TokenCounter",
@@ -30,6 +26,16 @@ __all__ = [
 
 TokenCounter = Callable[[ProviderRequest], int]
 """Counts the prompt tokens of a request; must return a positive integer."""
+
+
+class ProviderBuilder(Protocol):
+    """What a composite provider (a pool) is given to build its members with: the
+    provider registry (``ollm.ProviderRegistry``), named by the one method it needs, as
+    this layer sits under the registries."""
+
+    def build(self, name: str, settings: Mapping[str, Any] | None = None) -> ProviderAdapter:
+        """A new provider ``name`` (``NAME`` or ``NAME:PROFILE``), configured with ``settings``."""
+        ...
 
 
 class ProviderSpec(msgspec.Struct, frozen=True):
@@ -63,7 +69,7 @@ class ProviderSpec(msgspec.Struct, frozen=True):
     default: bool = False
     profile_factory: Callable[[str], ProviderAdapter] | None = None
     settings_factory: Callable[[Mapping[str, Any]], ProviderAdapter] | None = None
-    composite_factory: Callable[[str | None, ProviderRegistry], ProviderAdapter] | None = None
+    composite_factory: Callable[[str | None, ProviderBuilder], ProviderAdapter] | None = None
 
 
 class TokenCounterSpec(msgspec.Struct, frozen=True):
@@ -84,15 +90,17 @@ class StrategySpec(msgspec.Struct, frozen=True):
 class ToolsetSpec(msgspec.Struct, frozen=True):
     """A kind of toolset that is built from configuration (``mcp`` from a servers file).
 
-    ``factory(config)`` returns the toolsets that ``config`` describes (``ollm-mcp``
-    takes the path of an ``mcpServers`` JSON file and returns one toolset per server).
+    ``factory(config)`` returns the toolsets (``ollm.Toolset`` objects, checked when
+    built) that ``config`` describes (``ollm-mcp`` takes the path of an ``mcpServers``
+    JSON file and returns one toolset per server).
     It runs when a command or an application asks for this kind, never at discovery;
     it should read and check the configuration and raise an ``OllmError`` that names
     what is wrong, but start nothing: toolsets start when a chat opens them.
     """
 
     name: str
-    factory: Callable[[str], Sequence[Toolset]]
+    # object: the tools layer, where Toolset lives, sits above this one.
+    factory: Callable[[str], Sequence[object]]
     description: str = ""
 
 
