@@ -39,9 +39,9 @@ from ollm._lazy import lazy_exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ollm.middleware.redact import redaction
     from ollm.output.native import extract_json, schema_instructions, with_system
     from ollm.registries.tokens import UsageAnchors, fallback_count, request_text
+    from ollm.runtime.middleware import redaction
     from ollm.tools.toolset import check_toolset_name, valid_tool_name
 
 __all__ = [
@@ -72,7 +72,7 @@ _LAZY: dict[str, str] = {
     "with_system": "ollm.output.native",
     "fallback_count": "ollm.registries.tokens",
     "request_text": "ollm.registries.tokens",
-    "redaction": "ollm.middleware.redact",
+    "redaction": "ollm.runtime.middleware",
     "valid_tool_name": "ollm.tools.toolset",
 }
 

@@ -23,8 +23,9 @@ from ollm.kit import lazy_exports
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ollm.middleware.audit import Audit
-    from ollm.middleware.redact import DEFAULT_PATTERNS, Redact, redaction
+    from ollm.middleware.redact import DEFAULT_PATTERNS, Redact
     from ollm.middleware.tool_selection import ToolSelection
+    from ollm.runtime.middleware import redaction
 
 __all__ = ["DEFAULT_PATTERNS", "Audit", "Redact", "ToolSelection", "redaction"]
 
@@ -33,7 +34,7 @@ _LAZY: dict[str, str] = {
     "DEFAULT_PATTERNS": "ollm.middleware.redact",
     "Redact": "ollm.middleware.redact",
     "ToolSelection": "ollm.middleware.tool_selection",
-    "redaction": "ollm.middleware.redact",
+    "redaction": "ollm.runtime.middleware",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -27,7 +27,8 @@ from typing import Any
 
 import msgspec
 
-from ollm.middleware.redact import Redact, redaction
+from ollm.middleware.redact import Redact
+from ollm.runtime.middleware import redaction
 from ollm.tools.result import ToolResult
 from ollm.types.messages import Message, ToolCall
 from ollm.types.middleware import MiddlewareContext

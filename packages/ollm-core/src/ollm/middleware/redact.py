@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 import msgspec
 
+from ollm.runtime.middleware import redaction
 from ollm.types.events import (
     ChatEvent,
     FinishEvent,
@@ -316,21 +317,6 @@ class _Stream:
     def __init__(self) -> None:
         self.tail = ""
         self.run: str | None = None
-
-
-def redaction(ctx: MiddlewareContext) -> Callable[[T], T]:
-    """What the chat's ``Redact`` middleware make of a value (a string, or structs,
-    lists and dicts of them), whatever their place among the chat's middleware: for a
-    middleware that records content (traces, an audit file) to record it redacted in
-    either order. The value unchanged when the chat has no ``Redact``."""
-    layers = [item for item in ctx.middleware if isinstance(item, Redact)]
-
-    def redacted(value: T) -> T:
-        for layer in layers:
-            value = layer.scrub(value)
-        return value
-
-    return redacted
 
 
 def _shortest(pattern: str) -> int:

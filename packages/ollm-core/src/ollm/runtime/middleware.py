@@ -22,7 +22,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import msgspec
@@ -49,6 +49,7 @@ __all__ = [
     "check_middleware",
     "is_async",
     "layer_of",
+    "redaction",
 ]
 
 log = logging.getLogger(__name__)
@@ -182,18 +183,14 @@ class MiddlewareChain:
         return result
 
     def _scrubbed(self, text: str) -> str:
-        """``text`` (a failure's own words, which may quote a key) through every chat
-        middleware that scrubs values (``Redact``): the chain's errors skip the
-        middleware's ``on_event``, so they are cleaned here, failing closed."""
-        for item in self.context.middleware:
-            scrub = getattr(item, "scrub", None)
-            if callable(scrub):
-                try:
-                    cleaned = scrub(text)
-                except Exception:
-                    return "(its message was withheld: it could not be redacted)"
-                text = cleaned if isinstance(cleaned, str) else text
-        return text
+        """``text`` (a failure's own words, which may quote a key) as the chat's
+        redaction makes it: the chain's errors skip the middleware's ``on_event``, so they
+        are cleaned here, failing closed."""
+        try:
+            cleaned = redaction(self.context)(text)
+        except Exception:
+            return "(its message was withheld: it could not be redacted)"
+        return cleaned if isinstance(cleaned, str) else text
 
     def call_now(self, layer: Layer, hook: str, *args: Any) -> Any:
         """A plain (not async) method, called at once in this thread (``None`` for an
@@ -353,3 +350,24 @@ def _checked_message(layer: Layer, message: Message, changed: object) -> Message
             "the message with its content changed (the same role, calls and call id)",
         )
     return changed
+
+
+T = TypeVar("T")
+
+
+def redaction(ctx: MiddlewareContext) -> Callable[[T], T]:
+    """What the chat's redacting middleware (``Redact``, or any with a ``scrub(value)``
+    method) make of a value (a string, or structs, lists and dicts of them), whatever
+    their place among the chat's middleware: for a middleware that records content
+    (traces, an audit file) to record it redacted in either order. The value unchanged
+    when the chat has none."""
+    scrubbers = [
+        scrub for item in ctx.middleware if callable(scrub := getattr(item, "scrub", None))
+    ]
+
+    def redacted(value: T) -> T:
+        for scrub in scrubbers:
+            value = scrub(value)
+        return value
+
+    return redacted
