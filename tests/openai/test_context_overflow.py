@@ -9,7 +9,11 @@ request compaction cannot shorten is not sent a second time.
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
+from cli_helpers import OLLM, ollm_env
 from runtime_helpers import assert_history_valid
 
 import ollm
@@ -21,6 +25,7 @@ from .conftest import MODEL, chat_events, client_for, error_of, provider_events,
 pytestmark = pytest.mark.anyio
 
 LONG = "Tell me about this: " + "lorem ipsum dolor sit amet " * 200  # about 1,350 tokens
+CONTEXT_FLAVORS = ("openai", "vllm", "llamacpp")
 
 
 @pytest.fixture
@@ -74,3 +79,41 @@ async def test_a_stream_cut_after_some_text_still_reads_closed_early(
             error = error_of(await provider_events(provider, request_for("hi")))
     assert error.code == "STREAM_INTERRUPTED"
     assert "closed early" in error.message
+
+
+@pytest.mark.parametrize("flavor", CONTEXT_FLAVORS)
+async def test_a_refusal_not_streamed_stays_context_exceeded_and_is_sent_once(
+    anyio_backend: str, flavor: str
+) -> None:
+    async with FakeOpenAIServer(flavor=flavor) as server:  # type: ignore[arg-type]
+        server.context_window = 256
+        async with OpenAIProvider(server.base_url, stream=False, environ={}) as provider:
+            client = client_for(provider, compact="auto")
+            events = await chat_events(client, LONG, model=MODEL)
+        sent = len(server.chat_requests)
+    error = error_of(events)
+    assert error.code == "CONTEXT_EXCEEDED", error.message
+    assert "was not sent again" in error.message
+    assert sent == 1  # compacting could not shorten one message: not sent twice
+    assert events[-1].reason == "error"  # type: ignore[union-attr]
+    assert_history_valid(client.conversation)
+
+
+def test_the_cli_does_not_send_a_refused_request_twice(tmp_path: Path) -> None:
+    profiles = tmp_path / "openai.toml"
+    with FakeOpenAIServer(flavor="vllm") as server:
+        server.context_window = 256
+        profiles.write_text(f'[whole]\nbase_url = "{server.base_url}"\nstream = false\n')
+        result = subprocess.run(
+            [OLLM, "chat", "-p", "openai:whole", "-m", MODEL, LONG],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=ollm_env(OLLM_OPENAI_PROFILES=str(profiles)),
+        )
+        sent = len(server.chat_requests)
+    assert result.returncode != 0
+    assert "CONTEXT_EXCEEDED" in result.stderr, result.stderr
+    assert "TOKEN_LIMIT" not in result.stderr
+    assert sent == 1
