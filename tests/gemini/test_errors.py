@@ -159,6 +159,15 @@ async def test_an_error_body_that_is_not_googles_is_quoted(server: FakeGeminiSer
     assert "gateway" in error.message
 
 
+async def test_a_message_of_several_lines_is_quoted_as_one(server: FakeGeminiServer) -> None:
+    dump = "Request contains an invalid argument:\n  * tools[0]: bad schema\n  * more"
+    server.script(GeminiReply.failure(400, dump, "INVALID_ARGUMENT"))
+    async with provider_for(server) as provider:
+        error = await first_error(provider)
+    assert "\n" not in error.message
+    assert "tools[0]: bad schema" in error.message  # the header line says less
+
+
 async def test_the_history_survives_a_failure_and_the_next_chat_works(
     server: FakeGeminiServer,
 ) -> None:

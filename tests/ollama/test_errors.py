@@ -185,6 +185,14 @@ async def test_a_server_that_hangs_up_without_answering(
         (502, b"<html>Bad Gateway</html>", "PROVIDER_ERROR", "proxy"),
         (504, b"", "TIMEOUT", "proxy"),
         (418, b'{"error":"teapot"}', "PROVIDER_ERROR", "teapot"),
+        # A dump of several lines (a proxy's traceback): its meaningful line, one line.
+        (
+            400,
+            b'{"error":"Traceback (most recent call last):\\n  File \\"/srv/p.py\\", line 3,'
+            b' in f\\n    g()\\nValueError: bad option"}',
+            "INVALID_REQUEST",
+            "ValueError: bad option",
+        ),
     ],
 )
 async def test_http_errors_keep_the_servers_words(
@@ -204,6 +212,7 @@ async def test_http_errors_keep_the_servers_words(
     error = _only_error(await chat(model="llama9"))
     assert error.code == code
     assert needed in error.message
+    assert "\n" not in error.message
     assert len(httpx_mock.get_requests(url=f"{HOST}/api/chat")) == attempts
 
 

@@ -95,6 +95,14 @@ def test_profiles_live_side_by_side(tmp_path: Path) -> None:
     assert lmstudio.base_url == "http://127.0.0.1:1234/v1"
 
 
+def test_a_profile_names_its_engine(tmp_path: Path) -> None:
+    env = _profiles(tmp_path, "[box]\nbase_url = 'http://box:8080/v1'\nengine = 'llamacpp'\n")
+    assert OpenAIConfig.resolve(profile="box", environ=env).known_engine == "llamacpp"
+    official = OpenAIConfig.resolve("https://api.openai.com/v1", environ={})
+    assert official.known_engine == "openai"
+    assert OpenAIConfig.resolve("http://box:8000/v1", environ={}).known_engine is None
+
+
 def test_the_default_profiles_file(tmp_path: Path) -> None:
     assert profiles_path({"XDG_CONFIG_HOME": str(tmp_path)}) == tmp_path / "ollm" / "openai.toml"
     assert profiles_path({"HOME": str(tmp_path)}) == tmp_path / ".config" / "ollm" / "openai.toml"
@@ -110,6 +118,7 @@ def test_the_default_profiles_file(tmp_path: Path) -> None:
         ("[vllm\n", "vllm", "is not valid TOML"),
         ("vllm = 3\n", "vllm", "is not a table"),
         ("[vllm]\ntimeout = 'long'\n", "vllm", "timeout"),
+        ("[vllm]\nbase_url = 'http://x:1/v1'\nengine = 'tgi'\n", "vllm", "engine"),
     ],
 )
 def test_a_bad_profile_is_named(tmp_path: Path, text: str, profile: str, fragment: str) -> None:

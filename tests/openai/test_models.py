@@ -145,7 +145,7 @@ async def test_the_request_carries_every_option(server: FakeOpenAIServer) -> Non
     assert user[0] == {"type": "text", "text": "what is this?"}
     assert user[1]["image_url"]["url"].startswith("data:image/png;base64,")
     assistant = body["messages"][2]
-    assert assistant["content"] is None
+    assert assistant["content"] == ""  # a string: llama-cpp-python refuses null
     assert assistant["tool_calls"][0]["function"] == {"name": "look", "arguments": '{"x":1}'}
     assert body["messages"][3] == {"role": "tool", "tool_call_id": "c1", "content": "seen"}
     # A tool message holds text only: its images follow in a user message.

@@ -7,7 +7,8 @@ plugins have; none of them imports a private ``ollm._*`` module (a test checks i
   discovery, which imports every registration module, stays cheap.
 - ``UsageAnchors``: prompt-token estimates anchored on what the server last counted.
 - ``new_call_id``: an id for a tool call whose server gave none (one format for all).
-- ``quote`` and ``excerpt``: a server's words, shortened and safe, for an error message.
+- ``quote``, ``one_line`` and ``excerpt``: a server's words, shortened to one line and
+  safe, for an error message.
 - ``check_toolset_name`` and ``valid_tool_name``: names every provider accepts.
 - ``text_list``: the texts of an ``embed()`` call checked the same way everywhere.
 - ``config_path`` and ``named_tables``: a plugin's configuration file in ollm's
@@ -26,6 +27,7 @@ Names load on first use: importing this module costs nothing.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,6 +51,7 @@ __all__ = [
     "lazy_exports",
     "named_tables",
     "new_call_id",
+    "one_line",
     "quote",
     "request_text",
     "schema_instructions",
@@ -85,17 +88,81 @@ def new_call_id() -> str:
 
 
 def quote(text: str, limit: int = QUOTE_LIMIT) -> str:
-    """``text`` (a server's message) stripped, and cut at ``limit`` characters with ``...``.
+    """``text`` (a server's message) as one line, stripped, and cut at ``limit``
+    characters with ``...``.
 
-    Its own last full stop, ``!`` or ``?`` goes, so that it reads well inside a sentence
-    of ollm's ("... failed: Sorry about that. Try again.", never "that!. Try").
+    A message of several lines (a validation dump, a Python traceback) is its one
+    meaningful line (``one_line``): an error is one line, the whole body is for
+    ``--debug``. Its own last full stop, ``!`` or ``?`` goes, so that it reads well
+    inside a sentence of ollm's ("... failed: Sorry about that. Try again.", never
+    "that!. Try").
     """
-    text = text.strip()
+    # A control character (a terminal's escape) is no part of a message.
+    text = "".join(c if c.isprintable() else " " for c in one_line(text)).strip()
     if len(text) > limit:
         return text[:limit] + "..."
     if text.endswith((".", "!", "?")) and not text.endswith("..."):
         text = text.rstrip(".!?").rstrip()
     return text
+
+
+# A frame of a Python traceback, and the line of code under it.
+_FRAME = re.compile(r'^File "[^"]*", line \d+')
+# A pydantic error in a FastAPI validation dump (v1 and v2 shapes): where, and what.
+_PYDANTIC = re.compile(r"""'loc': \(([^)]*)\), 'msg': (?:'([^']*)'|"([^"]*)")""")
+_VALIDATION_HEADER = re.compile(r"^\d+ validation errors?\b.*:?$")
+_TRACEBACK = "Traceback (most recent call last):"
+_TAG = re.compile(r"<[^>]*>")
+
+
+def one_line(text: str) -> str:
+    """The meaningful line of a server's message, stripped.
+
+    One line stays as it is. Of several: a FastAPI or pydantic validation dump gives
+    its first error's place and words (``body.response_format.type: Input should be
+    'text' or 'json_object'``, with ``(and N more)``); a Python traceback its
+    exception's line; anything else its first line that is not a traceback's frame,
+    its code or a header ending with a colon.
+    """
+    lines = [line.strip() for line in text.strip().splitlines()]
+    lines = [line for line in lines if line]
+    if len(lines) <= 1:
+        return lines[0] if lines else ""
+    found = _PYDANTIC.findall(text)
+    if found:
+        loc, single, double = found[0]
+        where = ".".join(part.strip(" '\"") for part in loc.split(",") if part.strip(" '\""))
+        said = f"{where}: {single or double}" if where else single or double
+        return said + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+    if _VALIDATION_HEADER.match(lines[0]) and len(lines) >= 3 and " " not in lines[1]:
+        # pydantic v2's own text: the header, the field's place, then what is wrong.
+        return f"{lines[1]}: {lines[2].split(' [type=')[0]}"
+    if _TRACEBACK in lines:
+        # The exception's line is the last one that is not a frame or its code.
+        after = lines[lines.index(_TRACEBACK) + 1 :]
+        plain = [
+            line
+            for number, line in enumerate(after)
+            if not _FRAME.match(line) and not (number and _FRAME.match(after[number - 1]))
+        ]
+        if plain:
+            return plain[-1]
+    skip_next = False
+    for number, line in enumerate(lines):
+        if skip_next:
+            skip_next = False
+            continue
+        if _FRAME.match(line):
+            skip_next = True  # the frame's line of code, or a route under it
+            continue
+        if line == _TRACEBACK or _VALIDATION_HEADER.match(line):
+            continue
+        if line.endswith(":") and number + 1 < len(lines):
+            continue  # a header: what follows says it
+        words = _TAG.sub(" ", line).strip() if line.startswith("<") else line
+        if words:
+            return " ".join(words.split())  # an HTML page's first words
+    return lines[0]
 
 
 def excerpt(data: bytes | str, limit: int = 200) -> str:

@@ -111,7 +111,10 @@ def parse_error(status: int, body: bytes) -> ApiError:
         parsed = decode_json(body)
     except msgspec.DecodeError:
         text = body.strip()
-        return ApiError(status, excerpt(text) if text else "an empty reply")
+        # One line of a plain-text body (a traceback, a proxy's page); the whole is for --debug.
+        return ApiError(
+            status, quote(text.decode("utf-8", "replace")) if text else "an empty reply"
+        )
     if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):
         parsed = parsed[0]  # streamGenerateContent without alt=sse wraps it in a list
     try:

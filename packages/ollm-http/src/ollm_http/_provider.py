@@ -61,7 +61,7 @@ from ollm.errors import (
     OllmError,
     ProviderError,
 )
-from ollm.kit import excerpt
+from ollm.kit import excerpt, quote
 from ollm.types import AbortSignal, ErrorEvent, FinishEvent, ProviderEvent
 from ollm_http._client import HTTPClient, Reply
 from ollm_http._config import ErrorContext, HTTPConfig, Timeouts
@@ -85,7 +85,8 @@ _STREAM_HEADERS: dict[Framing, dict[str, str]] = {
 # How many models a MODEL_NOT_FOUND message names before "and N more".
 _SHOWN_MODELS = 12
 # Refusals that an ``adjust`` may fix by changing the request, at most this many times.
-_ADJUSTMENTS = 3
+# (OpenAI's: stream_options, max_tokens, then two rungs of the typed output's ladder.)
+_ADJUSTMENTS = 4
 # Arguments of a provider's constructor that a table of settings cannot give.
 _NOT_SETTINGS = frozenset({"self", "transport", "retry", "environ"})
 
@@ -179,7 +180,7 @@ class HTTPProvider:
         rate limit (it is waited for and tried again); the default words any status as
         a ``PROVIDER_ERROR`` quoting the body.
         """
-        said = excerpt(body) if body.strip() else "an empty reply"
+        said = quote(body.decode("utf-8", "replace")) if body.strip() else "an empty reply"
         return ProviderError(
             f"{_capital(self.context.provider)} at {self.url} answered {path} with HTTP "
             f"{status}: {said}.",
@@ -245,6 +246,10 @@ class HTTPProvider:
                 adjusted += 1
                 continue
             error = self.error_for(reply.status, body, reply.headers, path=path, model=model)
+            # The message quotes one line of the body; the whole is for --debug.
+            log.debug(
+                "%s answered %s %s with HTTP %s: %r", self.url, method, path, reply.status, body
+            )
             wait = policy.wait(error, reply.status, number)
             if wait is None:
                 if isinstance(error, ModelNotFoundError):

@@ -35,12 +35,13 @@ from ollm.types import (
     ProviderRequest,
     TextEvent,
     ThinkingEvent,
+    ToolCallDeltaEvent,
     ToolCallEvent,
     Usage,
 )
 from ollm_openai._convert import ToolCallAssembler
 from ollm_openai._errors import error_from_value, error_value, parse_error
-from ollm_openai._wire import Chunk, Completion, Delta, UsageWire
+from ollm_openai._wire import Chunk, Completion, Delta, ToolCallDelta, UsageWire
 
 if TYPE_CHECKING:
     from ollm_http import FrameStream
@@ -80,7 +81,7 @@ def _finish(reason: str | None) -> FinishReason:
 class _Reply:
     """What one reply gathered besides its text: tool calls, finish reason, usage."""
 
-    __slots__ = ("calls", "deltas", "fingerprint", "finish_reason", "text", "usage")
+    __slots__ = ("calls", "characters", "deltas", "fingerprint", "finish_reason", "text", "usage")
 
     def __init__(self, deltas: bool = False) -> None:
         self.calls = ToolCallAssembler()
@@ -88,20 +89,32 @@ class _Reply:
         self.fingerprint: str | None = None
         self.usage: UsageWire | None = None
         self.text = False
+        # What the reply wrote (text, reasoning, arguments), for ollm's own count when
+        # the server sends no usage.
+        self.characters = 0
         self.deltas = deltas  # the chat asked to see calls as they are written
+
+    def feed(self, calls: list[ToolCallDelta]) -> list[ToolCallDeltaEvent]:
+        """Tool-call deltas to the assembler, their arguments counted."""
+        for call in calls:
+            if call.function is not None and isinstance(call.function.arguments, str):
+                self.characters += len(call.function.arguments)
+        return self.calls.feed(calls)
 
     def take(self, delta: Delta) -> list[ProviderEvent]:
         """The rarer parts of a delta: reasoning, tool-call pieces, a refusal."""
         events: list[ProviderEvent] = []
         reasoning = delta.reasoning_content or delta.reasoning
         if reasoning:
+            self.characters += len(reasoning)
             events.append(ThinkingEvent(reasoning))
         if delta.tool_calls:
-            pieces = self.calls.feed(delta.tool_calls)
+            pieces = self.feed(delta.tool_calls)
             if self.deltas:
                 events.extend(pieces)
         if delta.refusal:
             self.text = True
+            self.characters += len(delta.refusal)
             events.append(TextEvent(delta.refusal))
         return events
 
@@ -132,7 +145,10 @@ class _Reply:
                 )
             )
         usage = usage_from(self.usage)
-        provider._replied(request, usage)
+        if usage is None:
+            usage = provider._estimated_usage(request, self.characters)
+        else:
+            provider._replied(request, usage)
         events.append(FinishEvent(_finish(self.finish_reason), usage))
         return events
 
@@ -152,7 +168,8 @@ async def stream_chat(
     state = _Reply(request.tool_call_deltas)
     done = False
     try:
-        await provider._send(stream, request, streaming=streaming)
+        for sent in await provider._send(stream, request, streaming=streaming):
+            yield sent
         if not streaming:
             for event in _whole(provider, request, stream, await stream.whole()):
                 yield event
@@ -182,6 +199,7 @@ async def stream_chat(
                     if delta is not None:
                         if delta.content:
                             state.text = True
+                            state.characters += len(delta.content)
                             yield TextEvent(delta.content)
                         if (
                             delta.reasoning_content
@@ -286,9 +304,10 @@ def _whole(
             text = message.content or message.refusal
             if text:
                 state.text = True
+                state.characters += len(text)
                 events.append(TextEvent(text))
             if message.tool_calls:
-                state.calls.feed(message.tool_calls)
+                state.feed(message.tool_calls)
         state.finish_reason = choice.finish_reason
     state.usage = completion.usage
     return events + state.end(provider, request)

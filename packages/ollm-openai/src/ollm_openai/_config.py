@@ -37,9 +37,11 @@ from ollm_http import (
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "ENGINES",
     "ENV_API_KEY",
     "ENV_BASE_URL",
     "ENV_PROFILES",
+    "Engine",
     "OpenAIConfig",
     "Profile",
     "load_profiles",
@@ -62,6 +64,9 @@ DEFAULT_TIMEOUT = 600.0
 DEFAULT_CONNECT_TIMEOUT = 10.0
 
 MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
+Engine = Literal["vllm", "llamacpp", "sglang", "ollama", "openai"]
+"""The server's engine, for the options' names it takes (detected when not set)."""
+ENGINES: tuple[Engine, ...] = ("vllm", "llamacpp", "sglang", "ollama", "openai")
 
 # Settings that go from an argument or a profile to the config as they are.
 _PASSED_ON = frozenset(
@@ -74,6 +79,7 @@ _PASSED_ON = frozenset(
         "stream_usage",
         "stream",
         "affinity_user",
+        "engine",
     }
 )
 
@@ -101,6 +107,7 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     http: str | None = None
     affinity_header: str | None = None
     affinity_user: bool | None = None
+    engine: Engine | None = None
     description: str | None = None
 
 
@@ -141,6 +148,7 @@ class OpenAIConfig(ServerSettings):
     stream_usage: bool | None = None
     stream: bool = True
     affinity_user: bool = False
+    engine: Engine | None = None
     profile: str | None = None
 
     @property
@@ -152,6 +160,13 @@ class OpenAIConfig(ServerSettings):
     def official(self) -> bool:
         """Whether this is OpenAI's own API."""
         return (urlsplit(self.base_url).hostname or "").endswith("api.openai.com")
+
+    @property
+    def known_engine(self) -> Engine | None:
+        """The engine the settings name: ``engine``, else ``openai`` for OpenAI's API."""
+        if self.engine is not None:
+            return self.engine
+        return "openai" if self.official else None
 
     @property
     def where(self) -> str:
@@ -233,6 +248,12 @@ class OpenAIConfig(ServerSettings):
         unknown = overrides.keys() - _PASSED_ON - {"verify"}
         if unknown:
             raise TypeError(f"OpenAIConfig.resolve() got unexpected arguments {sorted(unknown)}")
+        engine = overrides.get("engine")
+        if engine is not None and engine not in ENGINES:
+            raise InvalidRequestError(
+                f"engine={engine!r} is not an engine ollm knows: use one of "
+                f"{', '.join(ENGINES)}, or leave it out to have it detected."
+            )
         # What the model and server can do: the argument, else the profile, else the default.
         values: dict[str, Any] = {}
         for name in _PASSED_ON:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -29,19 +29,33 @@ from ollm.types import (
     ToolSchema,
 )
 from ollm_http import option_number, stop_sequences
-from ollm_openai._config import MaxTokensField, OpenAIConfig
+from ollm_openai._config import Engine, MaxTokensField, OpenAIConfig
 from ollm_openai._wire import ToolCallDelta
 
 __all__ = [
+    "FormatRung",
     "ToolCallAssembler",
     "build_body",
     "message_to_openai",
+    "response_format_at",
     "tool_to_openai",
 ]
 
 _encode = msgspec.json.Encoder().encode
 
 _REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+
+# repeat_penalty by the name each engine takes: vLLM and SGLang (and, unknown, the
+# most common) `repetition_penalty`, llama.cpp and llama-cpp-python `repeat_penalty`;
+# Ollama's /v1 and OpenAI have none (not sent, a notice says so).
+_REPEAT_PENALTY: dict[Engine | None, str | None] = {
+    None: "repetition_penalty",
+    "vllm": "repetition_penalty",
+    "sglang": "repetition_penalty",
+    "llamacpp": "repeat_penalty",
+    "ollama": None,
+    "openai": None,
+}
 
 
 # -- messages --------------------------------------------------------------------------
@@ -61,6 +75,8 @@ def message_to_openai(message: Message) -> list[dict[str, Any]]:
     role = message.role
     images = [part for part in message.parts if isinstance(part, ImagePart)]
     if role == "assistant":
+        # "content" stays a string, "" beside calls: OpenAI takes "" or null, and
+        # llama-cpp-python's server refuses null (HTTP 500).
         wire: dict[str, Any] = {"role": "assistant", "content": _text_of(message)}
         if message.tool_calls:
             wire["tool_calls"] = [
@@ -74,8 +90,6 @@ def message_to_openai(message: Message) -> list[dict[str, Any]]:
                 }
                 for call in message.tool_calls
             ]
-            if not wire["content"]:
-                wire["content"] = None
         return [wire]
     if role == "tool":
         if message.tool_call_id is None:
@@ -187,6 +201,21 @@ def _strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     return strict
 
 
+FormatRung = Literal["json_schema", "json_object", "prompted"]
+"""How far down the typed-output ladder a server is: ``json_schema``, else any JSON
+object (``json_object``), else no ``response_format`` (the schema is in the prompt)."""
+
+
+def response_format_at(value: object, rung: FormatRung) -> dict[str, Any] | None:
+    """``response_format`` for ``value`` (``"json"`` or a JSON Schema) on ``rung``."""
+    shaped = _response_format(value)
+    if shaped is None or rung == "json_schema":
+        return shaped
+    if rung == "prompted":
+        return None
+    return {"type": "json_object"} if shaped.get("type") == "json_schema" else shaped
+
+
 def build_body(
     request: ProviderRequest,
     config: OpenAIConfig,
@@ -194,8 +223,11 @@ def build_body(
     stream: bool,
     include_usage: bool,
     max_tokens_field: MaxTokensField,
+    format_rung: FormatRung = "json_schema",
+    engine: Engine | None = None,
 ) -> dict[str, Any]:
-    """The ``/chat/completions`` body for ``request``."""
+    """The ``/chat/completions`` body for ``request``, with the option names ``engine``
+    takes (unknown: vLLM's)."""
     if not isinstance(request.model, str) or not request.model.strip():
         raise InvalidRequestError(
             "The request names no model. Pass model=... (ollm chat -m NAME), or set a "
@@ -230,13 +262,15 @@ def build_body(
         items = stop_sequences(options.stop)
         if items:
             body["stop"] = items
-    if not config.official:
+    openai = config.official or engine == "openai"
+    if not openai and options.top_k is not None:
         # Accepted by vLLM, SGLang, llama.cpp and LM Studio; refused by OpenAI itself.
-        if options.top_k is not None:
-            body["top_k"] = option_number("top_k", options.top_k, integer=True)
-        if options.repeat_penalty is not None:
-            body["repetition_penalty"] = option_number("repeat_penalty", options.repeat_penalty)
-    response_format = _response_format(request.response_format)
+        body["top_k"] = option_number("top_k", options.top_k, integer=True)
+    if options.repeat_penalty is not None:
+        name = None if openai else _REPEAT_PENALTY.get(engine, "repetition_penalty")
+        if name is not None:
+            body[name] = option_number("repeat_penalty", options.repeat_penalty)
+    response_format = response_format_at(request.response_format, format_rung)
     if response_format is not None:
         body["response_format"] = response_format
     think = request.think
@@ -247,7 +281,7 @@ def build_body(
                 f"use {', '.join(_REASONING_EFFORTS)} (a reasoning effort), on or off."
             )
         body["reasoning_effort"] = think
-    elif think is False and not config.official:
+    elif think is False and not openai:
         # vLLM and SGLang pass this to the chat template (Qwen3, DeepSeek R1 distills...).
         body.setdefault("chat_template_kwargs", {"enable_thinking": False})
     if config.affinity_user and request.conversation_id:

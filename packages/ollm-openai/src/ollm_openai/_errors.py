@@ -113,8 +113,11 @@ def parse_error(status: int | None, body: bytes | str) -> Refusal:
     try:
         parsed = decode_json(body, ErrorBody)
     except msgspec.DecodeError:
+        # Plain text (a traceback, a proxy's page): kept whole for the decisions,
+        # quoted as one line.
         text = body.strip()
-        return Refusal(status, excerpt(text) if text else "an empty reply")
+        plain = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        return Refusal(status, plain or "an empty reply")
     if parsed.error is not None:
         return error_value(parsed.error, status)
     if parsed.message is not None:  # older vLLM: {"object": "error", "message": ...}

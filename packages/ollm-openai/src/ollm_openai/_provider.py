@@ -19,7 +19,7 @@ from ollm.errors import (
     ModelNotFoundError,
     OllmError,
 )
-from ollm.kit import UsageAnchors
+from ollm.kit import UsageAnchors, quote
 from ollm.types import (
     EmbeddingResult,
     HealthStatus,
@@ -42,9 +42,15 @@ from ollm_http import (
     encode_body,
 )
 from ollm_openai._chat import stream_chat, usage_from
-from ollm_openai._config import ENV_CONNECT_TIMEOUT, ENV_TIMEOUT, MaxTokensField, OpenAIConfig
-from ollm_openai._convert import build_body
-from ollm_openai._errors import PROVIDER, error_from_reply, parse_error
+from ollm_openai._config import (
+    ENV_CONNECT_TIMEOUT,
+    ENV_TIMEOUT,
+    Engine,
+    MaxTokensField,
+    OpenAIConfig,
+)
+from ollm_openai._convert import FormatRung, build_body, response_format_at
+from ollm_openai._errors import PROVIDER, Refusal, error_from_reply, parse_error
 from ollm_openai._version import __version__
 from ollm_openai._wire import EmbeddingList, ModelCard, ModelList
 
@@ -54,6 +60,19 @@ log = logging.getLogger(__name__)
 
 # How long a model list is reused for capabilities (a server's models rarely change).
 MODELS_SECONDS = 60.0
+# How a server names the response format it refuses (llama-cpp-python's validation
+# dump, llama.cpp's 'response_format type must be one of "text" or "json_object"',
+# older vLLM and LM Studio).
+_FORMAT_WORDS = ("response_format", "response format", "json_schema", "json_object")
+# The engine a model list's `owned_by` names (llama-cpp-python says "me"; Ollama's
+# library models "library").
+_OWNERS: dict[str, Engine] = {
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "llamacpp": "llamacpp",
+    "me": "llamacpp",
+    "library": "ollama",
+}
 _OTHER_FIELD: dict[MaxTokensField, MaxTokensField] = {
     "max_tokens": "max_completion_tokens",
     "max_completion_tokens": "max_tokens",
@@ -140,6 +159,7 @@ class OpenAIProvider(HTTPProvider):
         max_tokens_field: MaxTokensField | None = None,
         stream_usage: bool | None = None,
         stream: bool | None = None,
+        engine: Engine | None = None,
         verify: bool | str | None = None,
         http: str | None = None,
         affinity_header: str | None = None,
@@ -170,6 +190,7 @@ class OpenAIProvider(HTTPProvider):
             stream=stream,
             verify=verify,
             affinity_user=affinity_user,
+            engine=engine,
         )
         config = self.config
         self.name = config.provider_name
@@ -189,6 +210,12 @@ class OpenAIProvider(HTTPProvider):
         self._max_tokens_field: MaxTokensField = self.config.max_tokens_field or (
             "max_completion_tokens" if self.config.official else "max_tokens"
         )
+        # The engine (option names): configured, else detected once from the model list.
+        self._engine: Engine | None = config.known_engine
+        self._engine_known = self._engine is not None
+        self._dropped_noted = False
+        # The typed-output ladder, per model: json_schema, json_object, prompted.
+        self._format_rungs: dict[str, FormatRung] = {}
         self._anchors = UsageAnchors()
         self._window_warned = False
         self._models: tuple[float, dict[str, ModelCard]] | None = None
@@ -217,28 +244,98 @@ class OpenAIProvider(HTTPProvider):
             stream=stream,
             include_usage=self._include_usage,
             max_tokens_field=self._max_tokens_field,
+            format_rung=self._format_rungs.get(request.model, "json_schema"),
+            engine=self._engine,
         )
         return encode_body(body, model=request.model, provider=PROVIDER)
 
     async def _send(
         self, frames: FrameStream, request: ProviderRequest, *, streaming: bool
-    ) -> None:
+    ) -> list[NoticeEvent]:
         """Send the chat request of ``frames``: the body built anew for each attempt, an
-        option the server refuses dropped or swapped (``_adjust``)."""
+        option the server refuses dropped or swapped (``_adjust``). The notices: an
+        option the engine does not take (once), the typed output's next rung after the
+        server refused its ``response_format``."""
+        notices: list[NoticeEvent] = []
+        if request.options.repeat_penalty is not None or request.options.top_k is not None:
+            await self._detect_engine(request.model)
+            dropped = self._dropped_notice(request)
+            if dropped is not None:
+                notices.append(dropped)
+        moved: list[NoticeEvent] = []
         await frames.open(
             "POST",
             "/chat/completions",
             build=lambda: self._body(request, stream=streaming),
-            adjust=self._adjust(request, stream=streaming),
+            adjust=self._adjust(request, stream=streaming, moved=moved),
+        )
+        return notices + moved[-1:]
+
+    async def _detect_engine(self, model: str) -> None:
+        """The engine from the model list's ``owned_by`` (vLLM's ``vllm``, llama.cpp's
+        ``llamacpp``, llama-cpp-python's ``me``...), once; unknown when it says nothing
+        ollm knows or the list cannot be read."""
+        if self._engine_known:
+            return
+        self._engine_known = True
+        await self._card(model)
+        snapshot = self._models
+        owners = [card.owned_by for card in snapshot[1].values()] if snapshot else []
+        card = snapshot[1].get(model) if snapshot else None
+        if card is not None:
+            owners.insert(0, card.owned_by)
+        for owner in owners:
+            engine = _OWNERS.get(owner or "")
+            if engine is not None:
+                self._engine = engine
+                log.info("%s is %s (owned_by %r)", self.url, engine, owner)
+                return
+
+    def _dropped_notice(self, request: ProviderRequest) -> NoticeEvent | None:
+        """Once: options of the request that the engine takes under no name."""
+        engine = self._engine
+        if self._dropped_noted or engine not in ("openai", "ollama"):
+            return None
+        options = request.options
+        dropped = [
+            name
+            for name, value in (
+                ("repeat_penalty", options.repeat_penalty),
+                ("top_k", options.top_k),
+            )
+            if value is not None and (engine == "openai" or name == "repeat_penalty")
+        ]
+        if not dropped:
+            return None
+        self._dropped_noted = True
+        who = "OpenAI's API" if engine == "openai" else "Ollama's /v1"
+        instead = (
+            "frequency_penalty or presence_penalty (GenerationOptions.extra) are its own"
+            if engine == "openai"
+            else "ollm chat -p ollama takes it"
+        )
+        return NoticeEvent(
+            f"{who} takes no {' or '.join(dropped)}: not sent ({instead}).",
+            "option_ignored",
         )
 
-    def _adjust(self, request: ProviderRequest, *, stream: bool) -> Adjust:
+    def _adjust(
+        self, request: ProviderRequest, *, stream: bool, moved: list[NoticeEvent]
+    ) -> Adjust:
         """Drops or swaps an option a server refuses (learnt for the provider's life)."""
 
         def adjust(status: int, body: bytes) -> bool:
-            if status not in (400, 422):
+            if status not in (400, 422, 500):
                 return False
             said = parse_error(status, body)
+            # llama-cpp-python refuses json_schema with HTTP 500, llama.cpp with 500 or
+            # 400; sent again at once with the next rung, no retry spent.
+            notice = self._format_refused(request, said)
+            if notice is not None:
+                moved.append(notice)
+                return True
+            if status == 500:
+                return False
             if stream and self._include_usage and said.mentions("stream_options"):
                 log.info("%s refuses stream_options: no usage from it", self.url)
                 self._include_usage = False
@@ -251,6 +348,31 @@ class OpenAIProvider(HTTPProvider):
             return False
 
         return adjust
+
+    def _format_refused(self, request: ProviderRequest, said: Refusal) -> NoticeEvent | None:
+        """When ``said`` refuses the typed output's ``response_format``: the model's next
+        rung of the ladder, remembered, and the notice that says so; else ``None``."""
+        if request.response_format is None or not said.mentions(*_FORMAT_WORDS):
+            return None
+        model = request.model
+        rung = self._format_rungs.get(model, "json_schema")
+        sent = response_format_at(request.response_format, rung)
+        if sent is None:
+            return None  # nothing left to drop
+        below: FormatRung = "json_object" if sent.get("type") == "json_schema" else "prompted"
+        self._format_rungs[model] = below
+        log.info("%s refuses response_format %s for %s", self.url, sent.get("type"), model)
+        now = (
+            "any JSON object (json_object) with the schema in the prompt"
+            if below == "json_object"
+            else "the value by the prompt alone (no response_format)"
+        )
+        return NoticeEvent(
+            f"The server at {self.config.base_url} refused response_format "
+            f"{sent.get('type')} for {model} ({quote(said.message)}); ollm asks it for "
+            f"{now} from now on.",
+            "format_fallback",
+        )
 
     def error_for(
         self, status: int, body: bytes, headers: httpx.Headers, *, path: str, model: str | None
@@ -292,6 +414,20 @@ class OpenAIProvider(HTTPProvider):
         snapshot = self._models
         card = snapshot[1].get(request.model) if snapshot is not None else None
         return card.max_model_len or card.context_length if card is not None else None
+
+    def _estimated_usage(self, request: ProviderRequest, characters: int) -> Usage:
+        """ollm's own count for a reply the server sent no usage for (llama-cpp-python
+        ignores ``stream_options.include_usage``): the prompt as ``count_tokens`` counts
+        it, the reply's ``characters`` as ollm's fallback does (ceil of a quarter),
+        marked ``estimated``."""
+        prompt = self._anchors.count(request)
+        completion = -(-characters // 4)  # ollm.estimate_text_tokens's rule, on a count
+        return Usage(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=prompt + completion,
+            estimated=True,
+        )
 
     def _window_notice(
         self, request: ProviderRequest, fingerprint: str | None

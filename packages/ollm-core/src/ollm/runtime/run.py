@@ -97,6 +97,9 @@ class ChatRun:
         self.counted = IncrementalCount()  # the fallback count, message by message
         self.usage = Usage()
         self.tool_calls_used = 0
+        # Whether tool results of this chat are in the history: a forced tool_choice
+        # goes on the first request only (a server that honours it would loop).
+        self.calls_answered = False
         self.notices: list[NoticeEvent] = []
         self.finish: FinishEvent | None = None
         # The chat's middleware and approval (built only when it has some: a chat without
@@ -495,7 +498,7 @@ class ChatRun:
             messages=self.conversation.messages,
             system_prompt=settings.system,
             tools=self.schemas,
-            tool_choice=settings.tool_choice if self.schemas else "auto",
+            tool_choice=self._tool_choice(),
             options=options,
             response_format=settings.response_format,
             think=settings.think,
@@ -506,6 +509,14 @@ class ChatRun:
         if self.output is not None:
             request = self.output.prepare(request, self.strategy)
         return request
+
+    def _tool_choice(self) -> str:
+        """The chat's ``tool_choice``; a forced one (``required``, a tool's name) only until
+        the first results are in: the model then answers, or calls again of its own accord."""
+        choice = self.settings.tool_choice
+        if not self.schemas or (self.calls_answered and choice not in ("auto", "none")):
+            return "auto"
+        return choice
 
     async def _next_request(self, number: int) -> ProviderRequest:
         """The request for turn ``number``, checked against the token budget.
@@ -769,6 +780,8 @@ class ChatRun:
     async def _commit(self, turn: Turn, message: Message, outcomes: list[ToolOutcome]) -> None:
         """The reply and its results into the history, through the middleware's
         ``on_message``."""
+        if outcomes:
+            self.calls_answered = True
         chain = self.chain
         if chain is None or not chain.messages:
             turn.commit(message, outcomes)

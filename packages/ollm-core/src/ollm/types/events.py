@@ -60,7 +60,9 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
     how many prompt tokens came from the provider's cache, when it reports them.
     ``attempts`` is how many requests a provider that tries several servers (a pool)
     sent for the reply, the one that answered included; ``None`` from a provider that
-    sends one.
+    sends one. ``estimated`` is true when the server reported no usage and the counts
+    are ollm's own (the provider's token count of the prompt and the reply; a sum is
+    estimated when any of its parts is).
     """
 
     prompt_tokens: int = 0
@@ -73,6 +75,7 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
     attempts: int | None = None
+    estimated: bool = False
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -88,6 +91,7 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
             reasoning_tokens=_add(self.reasoning_tokens, other.reasoning_tokens),
             cached_tokens=_add(self.cached_tokens, other.cached_tokens),
             attempts=_add(self.attempts, other.attempts),
+            estimated=self.estimated or other.estimated,
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections.abc import Callable, Iterable
@@ -25,6 +26,16 @@ ReplyFunction = Callable[[dict[str, Any]], "OpenAIReply | str | None"]
 _JSON = "application/json"
 _SSE = "text/event-stream; charset=utf-8"
 _INVALID = "invalid_request_error"
+# What each engine's model list says in `owned_by` (llama.cpp's llama-server; Ollama's
+# library models; LM Studio; a LiteLLM proxy).
+_OWNERS = {
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "llamacpp": "llamacpp",
+    "ollama": "library",
+    "lmstudio": "organization_owner",
+    "litellm": "openai",
+}
 
 
 class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
@@ -51,6 +62,20 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
     over ``context_window`` gets 200 and an empty stream closed at once, as
     llama-cpp-python's server answers it), ``events_per_write`` (events per HTTP chunk).
 
+    Switches that replay what real servers do (issue 41), each off by default:
+
+    - ``accepts_json_schema = False``: ``response_format: json_schema`` is refused
+      with llama-cpp-python's HTTP 500 (a multi-line validation dump with a frame of
+      the server's code); ``json_object`` is taken;
+    - ``accepts_content_null = False``: an assistant message with ``"content": null``
+      is refused with llama-cpp-python's HTTP 500 (its chat template needs a string);
+    - ``honours_tool_choice = True``: a forced ``tool_choice`` (``required``, or a
+      function) is obeyed: the reply is a call of that tool (of the first for
+      ``required``) whatever the script says, so a client that forces it on every
+      request loops until its turn limit;
+    - ``sends_usage = False``: no usage, ever (``stream_options.include_usage``
+      ignored, as llama-cpp-python's server does).
+
     Chat requests play the next scripted reply, else the reply function's, else
     ``default_reply``, else a short greeting. Every request is recorded in
     ``requests``. Also ``async with``, or the ``fake_openai`` pytest fixture.
@@ -74,6 +99,10 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
         self.max_model_len = 32768
         self.embedding_dimensions = 8
         self.events_per_write = 1
+        self.accepts_json_schema = True
+        self.accepts_content_null = True
+        self.honours_tool_choice = False
+        self.sends_usage = True
         self._ids = itertools.count(1)
         super().__init__(port=port)
 
@@ -104,6 +133,10 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
         self.api_key = None
         self.context_window = None
         self.empty_stream_over_window = False
+        self.accepts_json_schema = True
+        self.accepts_content_null = True
+        self.honours_tool_choice = False
+        self.sends_usage = True
 
     # -- serving -----------------------------------------------------------------------
 
@@ -156,7 +189,7 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
                 "id": name,
                 "object": "model",
                 "created": 1700000000,
-                "owned_by": "vllm" if self.flavor == "vllm" else "system",
+                "owned_by": _OWNERS.get(self.flavor, "system"),
             }
             if self.flavor in ("vllm", "sglang"):
                 card["max_model_len"] = self.max_model_len
@@ -250,7 +283,15 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
                     return response.start_chunked(200, _SSE) and response.end()
                 message, kind, code = context_message(self.flavor, self.context_window, used)
                 return self._error(response, 400, message, kind, code)
+        refused = self._llama_cpp_python_refusal(body)
+        if refused is not None:
+            return self._send_error(response, 500, refused)
         reply = self._next_reply(body)
+        forced = self._forced_call(body)
+        if forced is not None:
+            reply = forced
+        if not self.sends_usage:
+            reply = dataclasses.replace(reply, usage=None)
         if reply.delay and not connection.wait(reply.delay):
             return False
         if reply.status >= 400:
@@ -270,6 +311,53 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
                 Frames(self.flavor).completion(body, reply, f"chatcmpl-{next(self._ids)}"),
             )
         return self._stream(body, reply, response, connection)
+
+    def _llama_cpp_python_refusal(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """llama-cpp-python's HTTP 500 for what it cannot take (``accepts_json_schema``,
+        ``accepts_content_null``), or ``None``."""
+        response_format = body.get("response_format")
+        if (
+            not self.accepts_json_schema
+            and isinstance(response_format, dict)
+            and response_format.get("type") not in ("text", "json_object")
+        ):
+            kind = response_format.get("type")
+            message = (
+                "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+                "'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                f"'json_object'\", 'input': {kind!r}, 'ctx': {{'expected': \"'text' or "
+                '\'json_object\'"}}\n\n  File "/srv/llama_cpp/server/app.py", line 376, '
+                "in create_chat_completion\n    POST /v1/chat/completions\n"
+            )
+            return {
+                "message": message,
+                "type": "internal_server_error",
+                "param": None,
+                "code": None,
+            }
+        if not self.accepts_content_null and any(
+            isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None
+            for m in body["messages"]
+        ):
+            return {
+                "message": 'can only concatenate str (not "NoneType") to str',
+                "type": "internal_server_error",
+                "param": None,
+                "code": None,
+            }
+        return None
+
+    def _forced_call(self, body: dict[str, Any]) -> OpenAIReply | None:
+        """The call a forced ``tool_choice`` asks for (``honours_tool_choice``), or ``None``."""
+        choice = body.get("tool_choice")
+        tools = body.get("tools")
+        if not self.honours_tool_choice or not tools or choice in (None, "auto", "none"):
+            return None
+        if isinstance(choice, dict):
+            name = str(choice.get("function", {}).get("name"))
+        else:
+            name = str(tools[0].get("function", {}).get("name"))
+        return OpenAIReply(tool_calls=[(name, {})])
 
     def _stream(
         self,
