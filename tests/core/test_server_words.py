@@ -24,6 +24,16 @@ PYDANTIC = (
     "1 validation error for ChatRequest\nresponse_format.type\n  Input should be 'text' or "
     "'json_object' [type=literal_error, input_value='json_schema', input_type=str]\n"
 )
+# llama-cpp-python on an assistant message with "content": null (abridged from 7 errors).
+UNION = (
+    "3 validation errors:\n  {'type': 'literal_error', 'loc': ('body', 'messages', 1, "
+    "'ChatCompletionRequestSystemMessage', 'role'), 'msg': \"Input should be 'system'\", "
+    "'input': 'assistant', 'ctx': {'expected': \"'system'\"}}\n  {'type': 'string_type', "
+    "'loc': ('body', 'messages', 1, 'ChatCompletionRequestAssistantMessage', 'content'), "
+    "'msg': 'Input should be a valid string', 'input': None}\n  {'type': 'missing', 'loc': "
+    "('body', 'messages', 1, 'ChatCompletionRequestToolMessage', 'tool_call_id'), 'msg': "
+    "'Field required', 'input': {'role': 'assistant', 'content': None}}\n"
+)
 TRACEBACK = (
     "Traceback (most recent call last):\n"
     '  File "/srv/app.py", line 9, in handle\n'
@@ -41,6 +51,11 @@ TRACEBACK = (
         (TWO, "body.model: Field required (and 1 more)"),
         (PYDANTIC, "response_format.type: Input should be 'text' or 'json_object'"),
         (TRACEBACK, "RuntimeError: the model is still loading"),
+        (
+            UNION,
+            "body.messages.1.ChatCompletionRequestAssistantMessage.content: Input should "
+            "be a valid string (and 2 more)",
+        ),
         ("<html>\n<head><title>502 Bad Gateway</title></head>\n</html>", "502 Bad Gateway"),
         ("Errors:\nthe prompt is too long\nsee the log", "the prompt is too long"),
         ("", ""),

@@ -316,3 +316,16 @@ async def test_ollamas_v1_gets_no_repeat_penalty_and_a_notice() -> None:
 def test_an_unknown_engine_is_refused_in_words() -> None:
     with pytest.raises(ollm.InvalidRequestError, match="engine='tgi' is not an engine"):
         OpenAIProvider("http://127.0.0.1:1/v1", environ={}, engine="tgi")  # type: ignore[arg-type]
+
+
+async def test_llama_cpp_gets_the_schema_inside_json_object() -> None:
+    """llama-cpp-python and llama-server constrain json_object to its `schema` member."""
+    with FakeOpenAIServer(flavor="llamacpp") as server:
+        server.accepts_json_schema = False
+        server.default_reply = OpenAIReply([VALUE])
+        async with OpenAIProvider(server.base_url, model=MODEL, environ={}) as provider:
+            value = await client_for(provider).run("Oslo?", output=City, output_retries=0)
+        sent = [r.json["response_format"] for r in server.chat_requests]
+    assert value == City("Oslo", 709000)
+    assert sent[1]["type"] == "json_object"
+    assert sent[1]["schema"] == sent[0]["json_schema"]["schema"]

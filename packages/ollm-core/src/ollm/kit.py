@@ -109,7 +109,10 @@ def quote(text: str, limit: int = QUOTE_LIMIT) -> str:
 # A frame of a Python traceback, and the line of code under it.
 _FRAME = re.compile(r'^File "[^"]*", line \d+')
 # A pydantic error in a FastAPI validation dump (v1 and v2 shapes): where, and what.
-_PYDANTIC = re.compile(r"""'loc': \(([^)]*)\), 'msg': (?:'([^']*)'|"([^"]*)")""")
+_PYDANTIC = re.compile(r"""'type': '([^']*)', 'loc': \(([^)]*)\), 'msg': (?:'([^']*)'|"([^"]*)")""")
+# Errors a union of message shapes repeats for each shape it is not (llama-cpp-python's
+# 7 errors for one assistant message with "content": null): the others say more.
+_UNION_NOISE = ("literal_error", "missing", "union_tag_invalid")
 _VALIDATION_HEADER = re.compile(r"^\d+ validation errors?\b.*:?$")
 _TRACEBACK = "Traceback (most recent call last):"
 _TAG = re.compile(r"<[^>]*>")
@@ -130,7 +133,8 @@ def one_line(text: str) -> str:
         return lines[0] if lines else ""
     found = _PYDANTIC.findall(text)
     if found:
-        loc, single, double = found[0]
+        telling = [error for error in found if error[0] not in _UNION_NOISE]
+        _, loc, single, double = (telling or found)[0]
         where = ".".join(part.strip(" '\"") for part in loc.split(",") if part.strip(" '\""))
         said = f"{where}: {single or double}" if where else single or double
         return said + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")

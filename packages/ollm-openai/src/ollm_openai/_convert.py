@@ -206,14 +206,24 @@ FormatRung = Literal["json_schema", "json_object", "prompted"]
 object (``json_object``), else no ``response_format`` (the schema is in the prompt)."""
 
 
-def response_format_at(value: object, rung: FormatRung) -> dict[str, Any] | None:
-    """``response_format`` for ``value`` (``"json"`` or a JSON Schema) on ``rung``."""
+def response_format_at(
+    value: object, rung: FormatRung, engine: Engine | None = None
+) -> dict[str, Any] | None:
+    """``response_format`` for ``value`` (``"json"`` or a JSON Schema) on ``rung``.
+
+    llama.cpp's servers (llama-server, llama-cpp-python) constrain ``json_object`` to a
+    ``schema`` member: the schema goes there for them (others get the type alone)."""
     shaped = _response_format(value)
     if shaped is None or rung == "json_schema":
         return shaped
     if rung == "prompted":
         return None
-    return {"type": "json_object"} if shaped.get("type") == "json_schema" else shaped
+    if shaped.get("type") != "json_schema":
+        return shaped
+    schema = shaped.get("json_schema", {}).get("schema")
+    if engine == "llamacpp" and isinstance(schema, dict):
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_object"}
 
 
 def build_body(
@@ -270,7 +280,7 @@ def build_body(
         name = None if openai else _REPEAT_PENALTY.get(engine, "repetition_penalty")
         if name is not None:
             body[name] = option_number("repeat_penalty", options.repeat_penalty)
-    response_format = response_format_at(request.response_format, format_rung)
+    response_format = response_format_at(request.response_format, format_rung, engine)
     if response_format is not None:
         body["response_format"] = response_format
     think = request.think

@@ -257,7 +257,10 @@ class OpenAIProvider(HTTPProvider):
         option the engine does not take (once), the typed output's next rung after the
         server refused its ``response_format``."""
         notices: list[NoticeEvent] = []
-        if request.options.repeat_penalty is not None or request.options.top_k is not None:
+        options = request.options
+        if request.response_format is not None:
+            await self._detect_engine(request.model)  # json_object's schema (llama.cpp)
+        if options.repeat_penalty is not None or options.top_k is not None:
             await self._detect_engine(request.model)
             dropped = self._dropped_notice(request)
             if dropped is not None:

@@ -68,7 +68,8 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
       with llama-cpp-python's HTTP 500 (a multi-line validation dump with a frame of
       the server's code); ``json_object`` is taken;
     - ``accepts_content_null = False``: an assistant message with ``"content": null``
-      is refused with llama-cpp-python's HTTP 500 (its chat template needs a string);
+      is refused with llama-cpp-python's HTTP 500 (a validation dump: its message types
+      take ``content`` as a string);
     - ``honours_tool_choice = True``: a forced ``tool_choice`` (``required``, or a
       function) is obeyed: the reply is a call of that tool (of the first for
       ``required``) whatever the script says, so a client that forces it on every
@@ -339,8 +340,20 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
             isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None
             for m in body["messages"]
         ):
+            # Its pydantic union of message shapes: one error per shape (abridged).
+            message = (
+                "3 validation errors:\n  {'type': 'literal_error', 'loc': ('body', 'messages', "
+                "1, 'ChatCompletionRequestSystemMessage', 'role'), 'msg': \"Input should be "
+                "'system'\", 'input': 'assistant'}\n  {'type': 'string_type', 'loc': ('body', "
+                "'messages', 1, 'ChatCompletionRequestAssistantMessage', 'content'), 'msg': "
+                "'Input should be a valid string', 'input': None}\n  {'type': 'missing', "
+                "'loc': ('body', 'messages', 1, 'ChatCompletionRequestToolMessage', "
+                "'tool_call_id'), 'msg': 'Field required', 'input': {'role': 'assistant'}}\n\n"
+                '  File "/srv/llama_cpp/server/app.py", line 376, in create_chat_completion\n'
+                "    POST /v1/chat/completions\n"
+            )
             return {
-                "message": 'can only concatenate str (not "NoneType") to str',
+                "message": message,
                 "type": "internal_server_error",
                 "param": None,
                 "code": None,
