@@ -274,20 +274,31 @@ def gemini(quick: bool) -> dict[str, Any]:
     )
 
 
-def llamacpp(quick: bool) -> dict[str, Any]:
-    """A model inside the process: ollm's runtime against llama-cpp-python's streaming."""
-    repeats, tokens = (2, 50) if quick else (7, 200)
+def script_figures(script: str, *args: object) -> dict[str, Any]:
+    """The JSON line a benchmark script prints last (it runs in its own process)."""
     out = subprocess.run(
-        [PY, str(HERE / "bench_llamacpp.py"), str(repeats), str(tokens)],
+        [PY, str(HERE / script), *map(str, args)],
         capture_output=True,
         text=True,
         cwd=HERE,
         timeout=1800,
     )
     if out.returncode != 0:
-        raise RuntimeError(f"bench_llamacpp.py failed:\n{out.stderr[-3000:]}")
+        raise RuntimeError(f"{script} failed:\n{out.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
+
+
+def llamacpp(quick: bool) -> dict[str, Any]:
+    """A model inside the process: ollm's runtime against llama-cpp-python's streaming."""
+    repeats, tokens = (2, 50) if quick else (7, 200)
+    return script_figures("bench_llamacpp.py", repeats, tokens)
+
+
+def realserver(quick: bool) -> dict[str, Any]:
+    """ollm against the openai SDK on llama-cpp-python's real server (bench_realserver.py)."""
+    repeats, tokens = (2, 32) if quick else (5, 128)
+    return script_figures("bench_realserver.py", repeats, tokens)
 
 
 def pool(quick: bool) -> dict[str, Any]:
@@ -339,6 +350,7 @@ SECTIONS = {
     "gemini": gemini,
     "startup": startup,
     "llamacpp": llamacpp,
+    "realserver": realserver,
     "pool": pool,
     "output": typed_output,
 }
@@ -431,6 +443,8 @@ def main() -> None:
     results["gemini"] = gemini(args.quick)
     print("llamacpp...", file=sys.stderr, flush=True)
     results["llamacpp"] = llamacpp(args.quick)
+    print("real server...", file=sys.stderr, flush=True)
+    results["realserver"] = realserver(args.quick)
     print("pool...", file=sys.stderr, flush=True)
     results["pool"] = pool(args.quick)
     print("startup...", file=sys.stderr, flush=True)

@@ -92,16 +92,36 @@ async def test_a_refusal_as_too_long_is_compacted_once_and_sent_again(anyio_back
     assert tokens_of(again) < tokens_of(refused)
 
 
-async def test_refused_again_after_compacting_ends_token_limit(anyio_backend: str) -> None:
+async def test_refused_again_after_compacting_stays_context_exceeded(anyio_backend: str) -> None:
     provider = ScriptedProvider(calling(1), calling(2), too_long(), too_long(), Reply("never"))
     chat_client = client(provider, tools=[fetch], context_window=100_000, compact="auto")
     events = await _chat(chat_client, "read")
     errors = [e for e in events if isinstance(e, ollm.ErrorEvent)]
-    assert [e.code for e in errors] == ["TOKEN_LIMIT"]
+    # The server's refusal, not TOKEN_LIMIT (which says nothing was sent).
+    assert [e.code for e in errors] == ["CONTEXT_EXCEEDED"]
     assert "still too long after compacting" in errors[0].message
-    assert events[-1] == ollm.FinishEvent("token_limit", events[-1].usage)  # type: ignore[union-attr]
+    assert events[-1] == ollm.FinishEvent("error", events[-1].usage)  # type: ignore[union-attr]
     assert len(provider.requests) == 4  # no loop
     assert_history_valid(chat_client.conversation)
+
+
+async def test_a_refused_request_compacting_cannot_shorten_is_not_sent_again(
+    anyio_backend: str,
+) -> None:
+    provider = ScriptedProvider(too_long(), Reply("never"))
+    chat_client = client(provider, context_window=100_000, compact="auto")
+    events = await _chat(chat_client, "one long question")
+    errors = [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert [e.code for e in errors] == ["CONTEXT_EXCEEDED"]
+    assert "so the request was not sent again" in errors[0].message
+    assert errors[0].message.startswith("request (9000 tokens) exceeds")
+    assert events[-1] == ollm.FinishEvent("error", events[-1].usage)  # type: ignore[union-attr]
+    assert len(provider.requests) == 1
+    assert not any(isinstance(e, ollm.CompactionEvent) for e in events)
+    assert chat_client.conversation.messages == (ollm.Message.user("one long question"),)
+    # The conversation goes on: the next request is sent.
+    assert not [e for e in await _chat(chat_client, "short") if isinstance(e, ollm.ErrorEvent)]
+    assert len(provider.requests) == 2
 
 
 @pytest.mark.parametrize(

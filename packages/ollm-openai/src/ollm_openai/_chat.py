@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ollm.errors import ErrorCode
 from ollm.types import (
     ErrorEvent,
     FinishEvent,
@@ -130,6 +131,8 @@ class _Reply:
         servers end the body after the finish reason, without ``[DONE]``: that is whole)."""
         if stream is not None:
             if not done and self.finish_reason is None:
+                if not self.text and not self.calls.calls():
+                    return [_closed_empty(provider, request, stream)]
                 return [stream.interrupted()]
             stream.done()
         events: list[ProviderEvent] = [ToolCallEvent(call) for call in self.calls.calls()]
@@ -221,6 +224,42 @@ async def stream_chat(
         yield stream.failure(exc)
     finally:
         await stream.aclose()
+
+
+def _closed_empty(
+    provider: OpenAIProvider, request: ProviderRequest, stream: FrameStream
+) -> ProviderEvent:
+    """A stream closed before any reply: ``STREAM_INTERRUPTED`` naming the prompt's size
+    (ollm's own count) against the window, since that is what such a close usually means
+    (llama-cpp-python's server answers a prompt over its window with 200 and an empty
+    stream); ``CONTEXT_EXCEEDED`` when the window is known and the prompt is over it."""
+    event = stream.interrupted()
+    if type(event) is not ErrorEvent:
+        return event  # cancelled
+    tokens = provider._anchors.count(request)
+    window = provider._known_window(request)
+    who = f"The server at {provider.config.base_url}"
+    closed = f"{who} closed the stream without a reply from {request.model!r}"
+    if window is not None and tokens > window:
+        return ErrorEvent(
+            f"{closed}: the prompt was about {tokens:,} tokens, and the model's window is "
+            f"{window:,}. Shorten it or start a new conversation, or raise the window "
+            "(llama.cpp: --n_ctx / -c; vLLM: --max-model-len).",
+            ErrorCode.CONTEXT_EXCEEDED,
+        )
+    if window is not None:
+        sizes = f"the prompt was about {tokens:,} tokens, and the model's window is {window:,}"
+    else:
+        sizes = (
+            f"the prompt was about {tokens:,} tokens, and the model's window is not known to "
+            "ollm (context_window in the profile, or --context-window)"
+        )
+    return ErrorEvent(
+        f"{closed}; {sizes}. A server does this to a prompt longer than its window: shorten "
+        "it or raise the window (llama.cpp: --n_ctx / -c); else try again, and check the "
+        "server's log.",
+        ErrorCode.STREAM_INTERRUPTED,
+    )
 
 
 def _undecodable(

@@ -406,6 +406,18 @@ class OpenAIProvider(HTTPProvider):
         if usage is not None:
             self._anchors.remember(request, usage.prompt_tokens)
 
+    def _known_window(self, request: ProviderRequest) -> int | None:
+        """The window of ``request``'s model as far as ollm knows it without asking: the
+        request's, the configuration's, else the last model list's (``None``: unknown)."""
+        window = request.options.context_window
+        if isinstance(window, int):
+            return window
+        if self.config.context_window is not None:
+            return self.config.context_window
+        snapshot = self._models
+        card = snapshot[1].get(request.model) if snapshot is not None else None
+        return card.max_model_len or card.context_length if card is not None else None
+
     def _estimated_usage(self, request: ProviderRequest, characters: int) -> Usage:
         """ollm's own count for a reply the server sent no usage for (llama-cpp-python
         ignores ``stream_options.include_usage``): the prompt as ``count_tokens`` counts

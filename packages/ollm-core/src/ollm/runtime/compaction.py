@@ -15,7 +15,8 @@ turn costs the same however long the conversation is:
 
 A compaction runs before a request whose estimate passes ``compact_at`` of the window
 (0.8 by default), down to ``TARGET`` of it, and once, harder, when the server refuses a
-request as too long (``CONTEXT_EXCEEDED``). Each one is a ``CompactionEvent``.
+request as too long (``CONTEXT_EXCEEDED``): sent again only if that shortened it, and a
+second refusal ends the chat ``CONTEXT_EXCEEDED``. Each one is a ``CompactionEvent``.
 
 A plugin's compactor (``ollm_compactors``) gets the whole conversation instead and
 returns what to send; what it sent is sent again, with the messages added since, until
@@ -341,6 +342,8 @@ class Compaction:
         self._sent: tuple[tuple[Message, ...], int] | None = None
         self._harder = False
         self.refused_after_compacting = False
+        # the server's refusal the next request answers (compacted harder for it)
+        self.refused: ErrorEvent | None = None
         # summarize: the messages the last trim left out, to be summarized now
         self.to_summarize: list[Message] = []
         self.summarized_count = 0
@@ -371,15 +374,31 @@ class Compaction:
 
     def refusal(self, error: ErrorEvent, streamed: bool) -> ErrorEvent | None:
         """What a turn's ``error`` becomes: ``None`` when the server refused the request
-        as too long and it is to be compacted harder and sent again (once); the
-        ``TOKEN_LIMIT`` that ends the chat when it was refused again; else ``error``."""
+        as too long and it is to be compacted harder and sent again (once, and only if
+        that shortens it: ``unshortened``); when it was refused again, the server's
+        refusal (``CONTEXT_EXCEEDED``: the server's word, not ollm's ``TOKEN_LIMIT``,
+        which means nothing was sent); else ``error``."""
         if error.code != ErrorCode.CONTEXT_EXCEEDED or streamed:
             return error
         if self.harder():
+            self.refused = error
             return None
         return ErrorEvent(
             f"{error.message} (The request was still too long after compacting the conversation.)",
-            ErrorCode.TOKEN_LIMIT,
+            ErrorCode.CONTEXT_EXCEEDED,
+        )
+
+    def unshortened(self, event: CompactionEvent | None) -> ErrorEvent | None:
+        """After ``apply`` for a request the server refused as too long: its refusal
+        again when compacting did not shorten the request (``event``), which then is not
+        sent a second time; ``None`` when it did, or the request answers no refusal."""
+        refused, self.refused = self.refused, None
+        if refused is None or (event is not None and event.tokens_after < event.tokens_before):
+            return None
+        return ErrorEvent(
+            f"{refused.message} (Compacting could not shorten the conversation, so the request "
+            "was not sent again.)",
+            ErrorCode.CONTEXT_EXCEEDED,
         )
 
     async def summarize(

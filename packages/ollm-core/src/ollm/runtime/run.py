@@ -548,6 +548,8 @@ class ChatRun:
                 self._pending = (ErrorEvent(exc.message, exc.code),)
                 self.finish = FinishEvent("error", self.usage)
                 return request
+            if self.finish is not None:
+                return request
         chain = self.chain
         if chain is not None and chain.requests:
             request = await chain.request(request)
@@ -600,6 +602,11 @@ class ChatRun:
             )
             if notice is not None:
                 self._pending += (notice,)
+        refused = compaction.unshortened(event)
+        if refused is not None:  # sent again, the same request would be refused again
+            self._pending += (refused,)
+            self.finish = FinishEvent("error", self.usage)
+            return request
         if event is not None:
             length = len(self.conversation.messages)
             self._pending += (msgspec.structs.replace(event, conversation_length=length),)
@@ -635,12 +642,6 @@ class ChatRun:
                 self._turn = None
                 turn.committed = True
                 self._retry_turn = True
-                return
-            if turn.error.code == ErrorCode.TOKEN_LIMIT:
-                for result in self._abandon("the reply failed"):
-                    yield result
-                yield turn.error
-                self.finish = FinishEvent("token_limit", self.usage)
                 return
         elif self.compaction is not None:
             self.compaction.settled()

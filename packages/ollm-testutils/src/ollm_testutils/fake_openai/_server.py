@@ -58,7 +58,9 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
     ``tools_supported`` (False plays vLLM without ``--enable-auto-tool-choice``),
     ``accepts_stream_options``, ``accepts_max_tokens`` (False plays a reasoning model
     on OpenAI), ``api_key`` (required when set), ``context_window`` (refuses longer
-    prompts, counted as characters / 4), ``events_per_write`` (events per HTTP chunk).
+    prompts, counted as characters / 4), ``empty_stream_over_window`` (a streamed prompt
+    over ``context_window`` gets 200 and an empty stream closed at once, as
+    llama-cpp-python's server answers it), ``events_per_write`` (events per HTTP chunk).
 
     Switches that replay what real servers do (issue 41), each off by default:
 
@@ -94,6 +96,7 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
         self.accepts_max_tokens = True
         self.api_key: str | None = None
         self.context_window: int | None = None
+        self.empty_stream_over_window = False
         self.max_model_len = 32768
         self.embedding_dimensions = 8
         self.events_per_write = 1
@@ -130,6 +133,7 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
         self.accepts_max_tokens = True
         self.api_key = None
         self.context_window = None
+        self.empty_stream_over_window = False
         self.accepts_json_schema = True
         self.accepts_content_null = True
         self.honours_tool_choice = False
@@ -276,6 +280,8 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
         if self.context_window is not None:
             used = len(json.dumps(body["messages"])) // 4
             if used > self.context_window:
+                if streaming and self.empty_stream_over_window:
+                    return response.start_chunked(200, _SSE) and response.end()
                 message, kind, code = context_message(self.flavor, self.context_window, used)
                 return self._error(response, 400, message, kind, code)
         refused = self._llama_cpp_python_refusal(body)
