@@ -111,3 +111,19 @@ def test_at_a_terminal_the_person_picks_among_several_models(
         assert "'nope' is none of them." in err
         assert out == "Picked.\n"
         assert [r.json["model"] for r in server.chat_requests] == ["llama3.2:latest"]
+
+
+def test_a_person_who_leaves_the_question_gets_the_list_and_nothing_is_sent(
+    tmp_path: Path, interactive: Callable[..., Any]
+) -> None:
+    with FakeOllamaServer(models=["llama3.2", "qwen3"]) as server:
+        logs = str(tmp_path / "logs.db")
+        with interactive("chat", "hi", OLLAMA_HOST=server.url, OLLM_LOGS_PATH=logs) as (
+            process,
+            leader,
+        ):
+            os.write(leader, b"/exit\n")
+            _out, err = process.communicate(timeout=60)
+        assert process.returncode == 1
+        assert "no model chosen" in err
+        assert server.chat_requests == []

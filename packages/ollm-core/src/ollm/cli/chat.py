@@ -30,7 +30,6 @@ from ollm.cli.config import (
 )
 from ollm.cli.driving import drive
 from ollm.cli.render import EventRenderer
-from ollm.cli.schema import schema_of
 from ollm.cli.terminal import Terminal
 from ollm.cli.toolsets import load_toolsets
 from ollm.errors import (
@@ -168,7 +167,11 @@ def _run(
     # Before the log opens and before any model is asked: a policy that cannot be read
     # stops the command here.
     approval, approver, questions = _approval(args, toolsets, terminal, asking)
-    output = None if args.schema is None else schema_of(args.schema, multi=args.schema_multi)
+    output = None
+    if args.schema is not None:
+        from ollm.cli.schema import schema_of  # typed output's modules, only when asked for
+
+        output = schema_of(args.schema, multi=args.schema_multi)
     if toolsets and not args.tools:
         example = f"-t '{toolsets[0].name}_*'"
         terminal.info(f"note: no tool is offered; pick the toolsets' tools with {example}", "dim")

@@ -35,6 +35,9 @@ __all__ = ["BUILTIN_REQUIREMENT", "IN_PROCESS", "OLLAMA", "PullInterrupted", "ch
 OLLAMA = "ollama"
 IN_PROCESS = "llamacpp"
 BUILTIN_REQUIREMENT = "ollm-llamacpp[default-model]"
+# How often a person is asked which model, and the answers that mean "none".
+_TRIES = 3
+_LEAVE = frozenset(("/exit", "/quit", "/bye", "q"))
 # Health failures that mean "no Ollama there", as opposed to one that answers badly.
 _ABSENT = {ErrorCode.CONNECTION_FAILED, ErrorCode.TIMEOUT}
 
@@ -145,17 +148,18 @@ def _ollama_model(
     shown = models[:20]
     listing = "  ".join(f"{number}) {name}" for number, name in enumerate(shown, 1))
     terminal.info(f"Ollama has these models: {listing}")
-    while True:
+    for _ in range(_TRIES):
         terminal.info("Which one? (a number or a name; -m MODEL next time) ", "bold")
         line = asking.readline()
-        if not line:
-            return None  # end of input: the chat's check names them
         answer = line.strip()
+        if not line or answer in _LEAVE:
+            return None  # no answer: the chat's check names them, and nothing is sent
         if answer.isdigit() and 1 <= int(answer) <= len(shown):
             return shown[int(answer) - 1]
         if answer in models or f"{answer}:latest" in models:
             return answer
         terminal.info(f"{answer!r} is none of them.", "dim")
+    return None
 
 
 def _ensure_local_model(
