@@ -16,7 +16,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -147,10 +147,3 @@ def _install_error(why: str) -> OllmError:
         provider=PROVIDER,
         model=BUILTIN_MODEL,
     )
-
-
-def progress_to(callback: Callable[[PullProgress], object] | None, folder: Path) -> None:
-    """Run ``pull_builtin(folder)``, handing each step to ``callback``."""
-    for step in pull_builtin(folder):
-        if callback is not None:
-            callback(step)

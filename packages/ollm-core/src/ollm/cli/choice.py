@@ -65,7 +65,8 @@ def choose_provider(
     if default not in (None, OLLAMA) or OLLAMA not in registries.providers:
         return config  # another default provider was installed on purpose: it answers
     ollama = registries.providers.build(OLLAMA)
-    answered, models, where, why = _probe(ollama, config.backend)
+    # The models are listed only when one must be picked among them.
+    answered, models, where, why = _probe(ollama, config.backend, listing=not config.model)
     if answered:
         model = config.model or _ollama_model(models, recent(OLLAMA), terminal, asking)
         return dataclasses.replace(config, provider=OLLAMA, model=model)
@@ -99,8 +100,11 @@ def choose_provider(
     return dataclasses.replace(config, provider=IN_PROCESS, model=model)
 
 
-def _probe(provider: ProviderAdapter, backend: str) -> tuple[bool, list[str], str, str]:
-    """Whether ``provider`` (Ollama) answers, its models, where it was looked for, why not."""
+def _probe(
+    provider: ProviderAdapter, backend: str, *, listing: bool
+) -> tuple[bool, list[str], str, str]:
+    """Whether ``provider`` (Ollama) answers, its models (when ``listing``), where it was
+    looked for, and why not."""
     where = str(getattr(provider, "host", "")).removeprefix("http://") or "its address"
 
     async def probe() -> tuple[bool, list[str], str]:
@@ -111,7 +115,7 @@ def _probe(provider: ProviderAdapter, backend: str) -> tuple[bool, list[str], st
             if not status.ok and status.error_code in _ABSENT:
                 return False, [], status.error or "it does not answer"
             names: list[str] = []
-            if status.ok and isinstance(provider, ModelListing):
+            if listing and status.ok and isinstance(provider, ModelListing):
                 try:
                     names = [m.name for m in await provider.list_models()]
                 except OllmError:
