@@ -26,16 +26,16 @@ from ollm.registries.strategies import StrategyRegistry
 from ollm.registries.tokens import IncrementalCount
 from ollm.runtime.conversation import Conversation
 from ollm.runtime.native import NativeStrategy
-from ollm.runtime.provider_stream import error_event, guarded, not_an_event
+from ollm.runtime.provider_stream import error_event, guarded
 from ollm.runtime.selection import StrategySelection
 from ollm.runtime.settings import DEFAULT_CONTEXT_WINDOW, ChatSettings
-from ollm.runtime.steps import Limits, refusals, turn_end
+from ollm.runtime.steps import Limits, TurnEnd, refusals, turn_end
 from ollm.runtime.tokens import TokenBudget, count_request_tokens
 from ollm.runtime.tool_runner import ToolOutcome, run_tool_calls, without_images
 from ollm.runtime.toolsets import ToolsetSessions
 from ollm.runtime.turn import Turn, tool_message
 from ollm.runtime.validate import history_problem
-from ollm.runtime.window import AUTO, TRUNCATED, AutoWindow, truncation_error
+from ollm.runtime.window import AUTO, AutoWindow
 from ollm.tools.tool import Tool, may_hold
 from ollm.types.abort import AbortSignal
 from ollm.types.events import (
@@ -45,16 +45,14 @@ from ollm.types.events import (
     NoticeEvent,
     ProviderEvent,
     TextEvent,
-    ThinkingEvent,
     TokenWarningEvent,
-    ToolCallDeltaEvent,
-    ToolCallEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
     TurnCompleteEvent,
     Usage,
 )
 from ollm.types.messages import Message, ToolCall
+from ollm.types.models import ModelCapabilities
 from ollm.types.provider import ModelInspection, ProviderAdapter
 from ollm.types.request import GenerationOptions, ProviderRequest, ToolSchema
 from ollm.types.strategy import ToolStrategy
@@ -89,6 +87,7 @@ class ChatRun:
         self.prompt = prompt
         self.abort = abort
         self.provider: ProviderAdapter | None = None
+        self.provider_name = ""
         self.model = ""
         self.tools: dict[str, Tool] = {}
         self.schemas: tuple[ToolSchema, ...] = ()
@@ -191,149 +190,143 @@ class ChatRun:
                     await _quietly(chain.finish(FinishEvent("cancelled", self.usage)))
 
     async def events(self) -> AsyncGenerator[ChatEvent, None]:
-        """Run the chat, yielding its events; the last one is always a ``FinishEvent``."""
+        """Run the chat, yielding its events; the last one is always a ``FinishEvent``.
+
+        The steps, in the order they run: ``_open`` (prepare), then per turn
+        ``_next_request`` (the request, compacted, within the token budget), the stream
+        (inline here: the loop every event passes through, so a text event costs one
+        generator hop; ``Turn.take`` the rest), ``_settle`` (review, tools, commit),
+        until a step sets ``self.finish``.
+        """
         self.conversation._acquire(self)
         try:
             try:
-                try:
-                    self.chain = self._middleware()
-                    # With no prompt, calls of the history's last reply that were never
-                    # answered (a chat stopped while asking) run first.
-                    resumed = Turn.resumed(0, self.conversation) if self.prompt is None else None
-                    if self.prompt is not None:
-                        self.conversation.append(await self._kept(self.prompt))
-                    with self.abort.guard():
-                        provider = await self._prepare()
-                    self._add_approval()
-                except OllmError as exc:
-                    if isinstance(exc, MiddlewareError) and exc.code == ErrorCode.CANCELLED:
-                        yield FinishEvent("cancelled", self.usage)
-                        return
-                    if isinstance(exc, MiddlewareError):
-                        self.middleware_failed = True
-                    yield ErrorEvent(exc.message, exc.code)
-                    yield FinishEvent("error", self.usage)
-                    return
-                if self.abort.aborted:
-                    yield FinishEvent("cancelled", self.usage)
-                    return
-                for notice in self.notices:
-                    yield notice
-                if resumed is not None:
-                    async for step in self._resume(resumed):
-                        yield step
-                    finish = self._finished()
-                    if finish is not None:
-                        yield finish
-                        return
-
+                async for opening in self._open():
+                    yield opening
                 abort = self.abort
-                number = 0
-                while True:
-                    number += 1
+                number = 1
+                while self._finished() is None:
                     request = await self._next_request(number)
                     for pending in self._pending:
                         yield pending
-                    if self.finish is not None:
-                        yield self.finish
-                        return
-
+                    if self._finished() is not None:
+                        break
                     turn = self._turn = Turn(number, self.conversation)
                     add_text = turn.text_parts.append
+                    name, cut = self.provider_name, self.settings.on_truncation == "error"
                     # Typed output: the value is read from the pieces in batches.
                     partial = self.output.reader() if self.output is not None else None
-                    pieces: list[str] = partial.pieces if partial is not None else []
-                    add_piece = pieces.append
-                    due = 1
                     try:
-                        stream = self.strategy.stream(provider, request)
-                        if not getattr(provider, "handles_abort", False):
-                            stream = guarded(stream, abort)
-                        self._stream = stream
-                        async for event in stream:
+                        async for event in self._open_stream(request):
                             if type(event) is TextEvent:
                                 add_text(event.text)
                                 yield event
-                                if partial is not None:
-                                    add_piece(event.text)
-                                    if len(pieces) >= due:
-                                        if partial.read():
-                                            yield partial.event()
-                                        due = partial.due
-                            elif type(event) is ThinkingEvent:
-                                turn.thinking_parts.append(event.text)
-                                yield event
-                            elif type(event) is ToolCallEvent:
-                                yield ToolCallStartEvent(turn.add_call(event.call), number)
-                            elif type(event) is FinishEvent:
-                                turn.finish_reason = event.reason
-                                turn.usage = event.usage
-                                break
-                            elif type(event) is ErrorEvent:
-                                turn.error = event
-                                break
-                            elif type(event) is NoticeEvent and self._cut_short(event):
-                                turn.error = truncation_error(event)
-                                break
-                            elif type(event) is NoticeEvent or type(event) is ToolCallDeltaEvent:
-                                yield event
+                                if partial is not None and partial.feed(event.text):
+                                    yield partial.event()
                             else:
-                                turn.error = not_an_event(event, provider.name)
-                                break
+                                shown = turn.take(event, name, stop_at_truncation=cut)
+                                if shown is None:
+                                    break
+                                yield shown
                             if abort._aborted:
                                 break
                     except Exception as exc:
-                        turn.error = error_event(exc, provider.name)
+                        turn.error = error_event(exc, name)
                     await self._close_stream()
-                    # The partial value goes before the final one is decoded (the
-                    # collector need not walk both).
-                    partial = None
-
-                    async for settled in self._settle(
-                        turn, wrap_up=number > self.settings.max_turns
-                    ):
+                    partial = None  # the partial value goes before the final one is read
+                    async for settled in self._settle(turn):
                         yield settled
-                    finish = self._finished()
-                    if finish is not None:
-                        yield finish
-                        return
-                    if self._retry_turn:
-                        self._retry_turn = False
-                        number -= 1
-            except MiddlewareError as exc:
-                if exc.code == ErrorCode.CANCELLED:  # aborted while a middleware ran
-                    for result in self._abandon("the chat was cancelled"):
-                        yield result
-                    yield FinishEvent("cancelled", self.usage)
-                    return
-                self.middleware_failed = True
-                for result in self._abandon("a middleware failed"):
-                    yield result
-                yield ErrorEvent(exc.message, exc.code)
-                yield FinishEvent("error", self.usage)
+                    if not self._retry_turn:  # else the same turn is sent again
+                        number += 1
             except Exception as exc:
-                log.exception("unexpected error in a chat")
-                if self._turn is not None:
-                    outcomes = self._turn.abandon("an error occurred", self._keeper())
-                    for result in self._turn.result_events(outcomes):
-                        yield result
-                yield ErrorEvent(
+                for failure in self._failed(exc):
+                    yield failure
+            yield self._finish()
+        finally:
+            await self._end()
+
+    async def _open(self) -> AsyncIterator[ChatEvent]:
+        """Prepare the chat (sets ``self.finish`` when it ends before its first turn):
+        its middleware, the prompt into the history, the provider, model, tools and
+        window; then its notices, and calls the history's last reply never had answered
+        (a chat stopped while asking), run as their turn would have."""
+        try:
+            self.chain = self._middleware()
+            resumed = Turn.resumed(0, self.conversation) if self.prompt is None else None
+            if self.prompt is not None:
+                self.conversation.append(await self._kept(self.prompt))
+            with self.abort.guard():
+                await self._prepare()
+            self._add_approval()
+        except OllmError as exc:
+            if isinstance(exc, MiddlewareError) and exc.code == ErrorCode.CANCELLED:
+                self.finish = FinishEvent("cancelled", self.usage)
+                return
+            self.middleware_failed = isinstance(exc, MiddlewareError)
+            yield ErrorEvent(exc.message, exc.code)
+            self.finish = FinishEvent("error", self.usage)
+            return
+        if self.abort.aborted:
+            self.finish = FinishEvent("cancelled", self.usage)
+            return
+        for notice in self.notices:
+            yield notice
+        if resumed is not None:
+            async for step in self._resume(resumed):
+                yield step
+
+    def _open_stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        """The provider's stream of ``request`` (through the tool strategy), guarded by
+        the abort signal when the provider does not watch it itself."""
+        assert self.provider is not None
+        stream = self.strategy.stream(self.provider, request)
+        if not getattr(self.provider, "handles_abort", False):
+            stream = guarded(stream, self.abort)
+        self._stream = stream
+        return stream
+
+    def _failed(self, exc: Exception) -> list[ChatEvent]:
+        """What the chat's caller sees of a failure no step handled (sets the finish):
+        a middleware's failure or cancellation, or an unexpected error; the turn under
+        way is kept as it stands either way."""
+        events: list[ChatEvent] = []
+        if isinstance(exc, MiddlewareError) and exc.code == ErrorCode.CANCELLED:
+            events += self._abandon("the chat was cancelled")  # aborted while one ran
+            self.finish = FinishEvent("cancelled", self.usage)
+            return events
+        if isinstance(exc, MiddlewareError):
+            self.middleware_failed = True
+            events += self._abandon("a middleware failed")
+            events.append(ErrorEvent(exc.message, exc.code))
+        else:
+            log.exception("unexpected error in a chat", exc_info=exc)
+            events += self._abandon("an error occurred")
+            events.append(
+                ErrorEvent(
                     f"Unexpected error: {type(exc).__name__}: {exc}. The conversation is "
                     "intact; please report this with the steps that led to it.",
                     ErrorCode.INTERNAL_ERROR,
                 )
-                yield FinishEvent("error", self.usage)
-        finally:
-            # Reached on every exit: the end, an early break by the caller, a cancel
-            # scope around the iteration, or the iterator being garbage-collected
-            # (then ``detach`` has already settled the history).
-            if self._board is not None:
-                self._board.close()
-            self._keep_partial("the chat was cancelled")
-            await self._close_stream()
-            if self._toolsets is not None:
-                await self._toolsets.aclose()  # the toolsets given to this chat alone
-            self.conversation._release(self)
+            )
+        self.finish = FinishEvent("error", self.usage)
+        return events
+
+    def _finish(self) -> FinishEvent:
+        finish = self.finish
+        assert finish is not None, "every step that ends the chat sets its finish"
+        return finish
+
+    async def _end(self) -> None:
+        """Reached on every exit: the end, an early break by the caller, a cancel scope
+        around the iteration, or the iterator being garbage-collected (then ``detach``
+        has already settled the history)."""
+        if self._board is not None:
+            self._board.close()
+        self._keep_partial("the chat was cancelled")
+        await self._close_stream()
+        if self._toolsets is not None:
+            await self._toolsets.aclose()  # the toolsets given to this chat alone
+        self.conversation._release(self)
 
     _pending: tuple[ChatEvent, ...] = ()
     _retry_turn = False
@@ -418,6 +411,7 @@ class ChatRun:
         settings = self.settings
         context = self.context
         provider = self.provider = context.provider(settings.provider)
+        self.provider_name = provider.name
         model = settings.model or getattr(provider, "default_model", None)
         if not model:
             raise OllmError(
@@ -436,6 +430,34 @@ class ChatRun:
             self.notices += [NoticeEvent(message, "tool_name") for message in renamed]
         self.schemas = tuple(tool.schema for tool in self.tools.values())
 
+        capabilities = await self._size_window(provider, model)
+        forced = self.conversation.id in context.compact_next
+        if settings.compact != "off" or forced:
+            context.compact_next.discard(self.conversation.id)
+            from ollm.runtime.compaction import Compaction, ContextView  # only when compacting
+
+            view = context.views.setdefault(self.conversation.id, ContextView())
+            strategy = "auto" if settings.compact == "off" else settings.compact
+            self.compaction = Compaction.named(
+                view, strategy, settings.compact_at, self.counted, context.registries.compactors
+            )
+            if forced:
+                self.compaction.now()
+        if self.tools:
+            self.strategy, notice = self.selection.initial(capabilities)
+            if notice is not None:
+                self.notices.append(notice)
+        if settings.output is not None:
+            from ollm.runtime.output import OutputStep  # only a chat with typed output
+
+            self.output = OutputStep.of(settings, context, provider.name, model)
+        return provider
+
+    async def _size_window(self, provider: ProviderAdapter, model: str) -> ModelCapabilities | None:
+        """Set the context window (asked, the options', the model's, or ``auto``'s) and
+        the tool strategy's selection; the model's capabilities when they were needed."""
+        settings = self.settings
+        context = self.context
         auto = settings.context_window == AUTO
         asked = None if auto else cast(int | None, settings.context_window)
         window = asked or settings.options.context_window
@@ -464,28 +486,7 @@ class ChatRun:
             )
             window = self.auto_window.window
         self.context_window = window or DEFAULT_CONTEXT_WINDOW
-
-        forced = self.conversation.id in context.compact_next
-        if settings.compact != "off" or forced:
-            context.compact_next.discard(self.conversation.id)
-            from ollm.runtime.compaction import Compaction, ContextView  # only when compacting
-
-            view = context.views.setdefault(self.conversation.id, ContextView())
-            strategy = "auto" if settings.compact == "off" else settings.compact
-            self.compaction = Compaction.named(
-                view, strategy, settings.compact_at, self.counted, context.registries.compactors
-            )
-            if forced:
-                self.compaction.now()
-        if self.tools:
-            self.strategy, notice = self.selection.initial(capabilities)
-            if notice is not None:
-                self.notices.append(notice)
-        if settings.output is not None:
-            from ollm.runtime.output import OutputStep  # only a chat with typed output
-
-            self.output = OutputStep.of(settings, context, provider.name, model)
-        return provider
+        return capabilities
 
     def _chat_toolsets(self) -> ToolsetSessions:
         if self._toolsets is None:
@@ -623,43 +624,22 @@ class ChatRun:
         options = request.options.merged(GenerationOptions(context_window=self.context_window))
         return msgspec.structs.replace(request, options=options)
 
-    async def _settle(self, turn: Turn, *, wrap_up: bool) -> AsyncIterator[ChatEvent]:
-        """After a turn's stream: review the reply, run its tools, commit to history.
+    async def _settle(self, turn: Turn) -> AsyncIterator[ChatEvent]:
+        """After a turn's stream: review the reply, run its tools, commit it to the
+        history, and judge how the turn ended.
 
         Sets ``self.finish`` when the chat ends here, ``self._retry_turn`` when the same
-        turn must be sent again (after a switch to ReAct).
+        turn must be sent again (compacted harder, or after a switch to ReAct).
         """
+        self._retry_turn = False
         if turn.usage is not None:
             self.usage = self.usage + turn.usage
-        if self.abort.aborted:
-            for result in self._abandon("the chat was cancelled"):
-                yield result
-            self.finish = FinishEvent("cancelled", self.usage)
+        unsettled = self._unsuccessful(turn)
+        if unsettled is not None:
+            for event in unsettled:
+                yield event
             return
-        if self.compaction is not None and turn.error is not None:
-            turn.error = self.compaction.refusal(turn.error, turn.streamed_anything)
-            if turn.error is None:  # compacted harder: the same turn again
-                self._turn = None
-                turn.committed = True
-                self._retry_turn = True
-                return
-        elif self.compaction is not None:
-            self.compaction.settled()
-        if turn.error is not None:
-            switch = self.selection.after_refusal(self.strategy, turn.error, turn.streamed_anything)
-            if switch is not None:
-                self._turn = None
-                self.strategy, notice = switch
-                turn.committed = True
-                self._retry_turn = True
-                yield notice
-                return
-            for result in self._abandon("the reply failed"):
-                yield result
-            yield self.selection.explain(self.strategy, turn.error)
-            self.finish = FinishEvent("error", self.usage)
-            return
-
+        wrap_up = turn.number > self.settings.max_turns
         reply = turn.reply()
         review = self.strategy.review(reply)
         message = review.message if review is not None and review.message else reply
@@ -680,13 +660,10 @@ class ChatRun:
         if calls:
             async for event in self._run_calls(turn, ran, refused):
                 yield event
-        await self._commit(turn, ran.message, ran.outcomes)
-        self._turn = None
-        for result in turn.result_events(ran.outcomes):
+        for result in await self._commit(turn, ran.message, ran.outcomes):
             yield result
         if ran.failure is not None:
             raise ran.failure
-
         end = turn_end(
             aborted=self.abort.aborted,
             review=review,
@@ -694,20 +671,59 @@ class ChatRun:
             calls=len(calls),
             reason=turn.finish_reason,
         )
+        for event in await self._ended(turn, end, message.text, calls=len(calls)):
+            yield event
+
+    def _unsuccessful(self, turn: Turn) -> list[ChatEvent] | None:
+        """The events of a turn that did not succeed (the chat aborted, the reply
+        refused or failed), with the finish or retry it leads to set; ``None`` when the
+        turn succeeded and settles on."""
+        if self.abort.aborted:
+            self.finish = FinishEvent("cancelled", self.usage)
+            return list(self._abandon("the chat was cancelled"))
+        compaction = self.compaction
+        if compaction is not None and turn.error is not None:
+            turn.error = compaction.refusal(turn.error, turn.streamed_anything)
+            if turn.error is None:  # compacted harder: the same turn again
+                return self._retry(turn, [])
+        elif compaction is not None:
+            compaction.settled()
+        if turn.error is None:
+            return None
+        switch = self.selection.after_refusal(self.strategy, turn.error, turn.streamed_anything)
+        if switch is not None:
+            self.strategy, notice = switch
+            return self._retry(turn, [notice])
+        events: list[ChatEvent] = [*self._abandon("the reply failed")]
+        events.append(self.selection.explain(self.strategy, turn.error))
+        self.finish = FinishEvent("error", self.usage)
+        return events
+
+    def _retry(self, turn: Turn, events: list[ChatEvent]) -> list[ChatEvent]:
+        """Send ``turn`` again: nothing of it goes into the history."""
+        self._turn = None
+        turn.committed = True
+        self._retry_turn = True
+        return events
+
+    async def _ended(self, turn: Turn, end: TurnEnd, text: str, *, calls: int) -> list[ChatEvent]:
+        """How a committed turn ended: the typed output's judgement, the turn's
+        completion, a correction for the model (into the history), or the finish."""
         judged: list[ChatEvent] = []
         if self.output is not None:
-            last = wrap_up or turn.number >= self.settings.max_turns
-            end, judged = self.output.judge(end, message.text, calls=len(calls), last=last)
+            last = turn.number >= self.settings.max_turns  # or past it, wrapping up
+            end, judged = self.output.judge(end, text, calls=calls, last=last)
+        events: list[ChatEvent] = []
         if end.error is not None:
-            yield end.error
+            events.append(end.error)
         if end.complete:
-            yield TurnCompleteEvent(turn.number, turn.finish_reason, len(calls), turn.usage)
-        for event in judged:
-            yield event
+            events.append(TurnCompleteEvent(turn.number, turn.finish_reason, calls, turn.usage))
+        events += judged
         if end.feedback is not None:
             self.conversation.append(await self._kept(Message.user(end.feedback)))
         if end.finish is not None:
             self.finish = FinishEvent(end.finish, self.usage)
+        return events
 
     async def _run_calls(
         self, turn: Turn, ran: _Ran, refused: Mapping[str, ToolOutcome]
@@ -775,27 +791,29 @@ class ChatRun:
         whole = msgspec.structs.replace(
             message, tool_calls=tuple(executed.get(c.id, c) for c in message.tool_calls)
         )
-        await self._commit(turn, whole, ran.outcomes)
-        self._turn = None
-        for result in turn.result_events(ran.outcomes):
+        for result in await self._commit(turn, whole, ran.outcomes):
             yield result
         if ran.failure is not None:
             raise ran.failure
         if self.abort.aborted:
             self.finish = FinishEvent("cancelled", self.usage)
 
-    async def _commit(self, turn: Turn, message: Message, outcomes: list[ToolOutcome]) -> None:
-        """The reply and its results into the history, through the middleware's
-        ``on_message``."""
+    async def _commit(
+        self, turn: Turn, message: Message, outcomes: list[ToolOutcome]
+    ) -> list[ToolCallResultEvent]:
+        """Commit step: the reply and its results into the history, through the
+        middleware's ``on_message``; the results' events, in call order."""
         if outcomes:
             self.calls_answered = True
         chain = self.chain
         if chain is None or not chain.messages:
             turn.commit(message, outcomes)
-            return
-        reply = await chain.message(message)
-        results = [await chain.message(tool_message(o)) for o in outcomes]
-        turn.commit(reply, results=results)
+        else:
+            reply = await chain.message(message)
+            results = [await chain.message(tool_message(o)) for o in outcomes]
+            turn.commit(reply, results=results)
+        self._turn = None
+        return turn.result_events(outcomes)
 
     async def _sees_images(self) -> bool:
         """Whether the model takes images (unknown counts as yes: the server will say)."""
@@ -808,10 +826,6 @@ class ChatRun:
                 cast(ModelInspection, self.provider), self.model
             )
         return found is None or found.vision is not False
-
-    def _cut_short(self, notice: NoticeEvent) -> bool:
-        """Whether ``notice`` says the server cut the prompt, and the chat must stop."""
-        return notice.kind == TRUNCATED and self.settings.on_truncation == "error"
 
     def _finished(self) -> FinishEvent | None:
         # A call, not an attribute read, so that type checkers do not assume the

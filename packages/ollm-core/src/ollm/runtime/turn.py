@@ -11,9 +11,24 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from ollm.runtime.conversation import Conversation
+from ollm.runtime.provider_stream import not_an_event
 from ollm.runtime.tool_runner import ToolOutcome, cancelled_outcome
+from ollm.runtime.window import TRUNCATED, truncation_error
 from ollm.types.depth import nests_deeper_than
-from ollm.types.events import ErrorEvent, FinishReason, ToolCallResultEvent, Usage
+from ollm.types.events import (
+    ChatEvent,
+    ErrorEvent,
+    FinishEvent,
+    FinishReason,
+    NoticeEvent,
+    ProviderEvent,
+    ThinkingEvent,
+    ToolCallDeltaEvent,
+    ToolCallEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    Usage,
+)
 from ollm.types.messages import Message, ToolCall
 
 __all__ = ["Turn", "tool_message"]
@@ -106,6 +121,36 @@ class Turn:
         self._ids.add(call.id)
         self.calls.append(call)
         return call
+
+    def take(
+        self, event: ProviderEvent, provider: str, *, stop_at_truncation: bool
+    ) -> ChatEvent | None:
+        """The stream step for every event but text (the chat loop keeps text inline,
+        its hot path): record ``event`` in the turn and give what the caller sees of
+        it, or ``None`` when the stream has ended (the finish, an error, a prompt the
+        server cut when ``stop_at_truncation``, something that is not an event).
+        """
+        if type(event) is ThinkingEvent:
+            self.thinking_parts.append(event.text)
+            return event
+        if type(event) is ToolCallEvent:
+            return ToolCallStartEvent(self.add_call(event.call), self.number)
+        if type(event) is FinishEvent:
+            self.finish_reason = event.reason
+            self.usage = event.usage
+            return None
+        if type(event) is ErrorEvent:
+            self.error = event
+            return None
+        if type(event) is NoticeEvent:
+            if stop_at_truncation and event.kind == TRUNCATED:
+                self.error = truncation_error(event)
+                return None
+            return event
+        if type(event) is ToolCallDeltaEvent:
+            return event
+        self.error = not_an_event(event, provider)
+        return None
 
     @property
     def streamed_anything(self) -> bool:
