@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import TypeAlias
 
 __all__ = ["build_parser", "check_leftovers"]
 
@@ -32,6 +33,10 @@ environment:
   OLLM_BACKEND                  asyncio (default) or trio
   NO_COLOR                      plain output
 """
+
+
+# The sub-commands of ``ollm`` (argparse has no public name for it).
+_Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def _translate_once() -> None:
@@ -71,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    for add in (_chat_command, _models_command, _logs_command, _listing_commands):
+        add(commands)
+    return parser
+
+
+def _chat_command(commands: _Commands) -> None:
+    """``ollm chat``: its options in the order ``--help`` lists them."""
     chat = commands.add_parser(
         "chat",
         help="chat with a model (interactive when no prompt is given at a terminal)",
@@ -78,6 +90,20 @@ def build_parser() -> argparse.ArgumentParser:
         "interactive session that keeps the history (/exit to leave). PROMPT '-', or "
         "text piped in, is read from standard input.",
     )
+    for options in (
+        _chat_basics,
+        _chat_middleware,
+        _chat_approval,
+        _chat_limits,
+        _chat_output,
+        _chat_ways,
+    ):
+        options(chat)
+    chat.set_defaults(_parser=chat)
+
+
+def _chat_basics(chat: argparse.ArgumentParser) -> None:
+    """What to send, to which model, with which tools."""
     chat.add_argument(
         "prompt",
         nargs="?",
@@ -104,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
         "`ollm tools` lists them)",
     )
     _toolset_options(chat)
+
+
+def _chat_middleware(chat: argparse.ArgumentParser) -> None:
+    """The middleware around requests and tool calls."""
     chat.add_argument(
         "--middleware",
         action="extend",
@@ -128,6 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
         "say (the otel middleware of ollm-otel; on by itself when "
         "OTEL_EXPORTER_OTLP_ENDPOINT is set)",
     )
+
+
+def _chat_approval(chat: argparse.ArgumentParser) -> None:
+    """Which tool calls run, wait for an answer, or are refused."""
     approval = chat.add_argument_group(
         "approval of tool calls",
         "Each tool call runs, waits for your answer, or is refused, by these rules and "
@@ -161,6 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="GLOB",
             help=f"{what} (a name or a glob such as 'fs_*'; a,b or repeat the flag for more)",
         )
+
+
+def _chat_limits(chat: argparse.ArgumentParser) -> None:
+    """Turns, sampling, the context window and what fits in it."""
     chat.add_argument("--max-turns", type=_positive_int, default=None, help="requests per chat")
     chat.add_argument(
         "--temperature", type=_temperature, default=None, help="sampling temperature, 0 to 2"
@@ -208,6 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="when the server cut the prompt to fit its window (Ollama): say so and go on "
         "(notice, the default), or stop the chat with CONTEXT_EXCEEDED (error)",
     )
+
+
+def _chat_output(chat: argparse.ArgumentParser) -> None:
+    """How the reply is printed, and typed output."""
     chat.add_argument("--json", action="store_true", help="print every event as a JSON line")
     chat.add_argument(
         "--call-deltas",
@@ -233,6 +275,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="with --schema: corrections an answer that does not match gets (default 2)",
     )
+
+
+def _chat_ways(chat: argparse.ArgumentParser) -> None:
+    """How tools are called, which conversation goes on, what is shown."""
     strategy = chat.add_mutually_exclusive_group()
     strategy.add_argument(
         "--tool-strategy",
@@ -271,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="ask a thinking model to reason, or not",
     )
 
+
+def _models_command(commands: _Commands) -> None:
+    """``ollm models`` and its actions."""
     models = commands.add_parser("models", help="list, show, pull, remove or inspect models")
     models.add_argument("-p", "--provider", help="the provider (default: $OLLM_PROVIDER or ollama)")
     models.add_argument("--json", action="store_true", help="machine-readable output")
@@ -294,7 +343,12 @@ def build_parser() -> argparse.ArgumentParser:
         action.add_argument(
             "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
         )
+    for command in (models, *actions.choices.values()):
+        command.set_defaults(_parser=command)
 
+
+def _logs_command(commands: _Commands) -> None:
+    """``ollm logs`` and its actions."""
     logs = commands.add_parser(
         "logs",
         help="the logged conversations: list, search, show, remove",
@@ -327,17 +381,19 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
         )
+    for command in (logs, *log_actions.choices.values()):
+        command.set_defaults(_parser=command)
 
+
+def _listing_commands(commands: _Commands) -> None:
+    """``ollm plugins`` and ``ollm tools``."""
     plugins = commands.add_parser("plugins", help="every plugin: where from, what state")
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     tools = commands.add_parser("tools", help="the tools of every tool pack, with schemas")
     tools.add_argument("--json", action="store_true", help="machine-readable output")
     _toolset_options(tools)
-    for command in (chat, models, logs, plugins, tools, *actions.choices.values()):
+    for command in (plugins, tools):
         command.set_defaults(_parser=command)
-    for command in log_actions.choices.values():
-        command.set_defaults(_parser=command)
-    return parser
 
 
 def check_leftovers(
