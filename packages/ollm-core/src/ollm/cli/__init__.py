@@ -85,11 +85,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             "send the output elsewhere."
         )
         return EXIT_ERROR
+    except BaseExceptionGroup as group:
+        if group.subgroup(KeyboardInterrupt) is None:
+            raise
+        terminal.end_line()  # a task's Ctrl-C, grouped with what its siblings raised
+        return EXIT_INTERRUPTED
     except Exception as exc:
+        if _after_interrupt(exc) and not args.debug:
+            # Ctrl-C was pressed and something failed on the way out (closing a stream
+            # that was still pouring in, say): the person asked to stop, and did.
+            terminal.warn(f"while stopping: {type(exc).__name__}: {exc}")
+            return EXIT_INTERRUPTED
         return _unexpected(exc, args.debug, terminal)
     finally:
         if argv is None:
             _ignore_further_interrupts()
+
+
+def _after_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while a Ctrl-C was being handled (its cause or context,
+    however deep, is a ``KeyboardInterrupt``)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 # The environment variables of ollm and of its own plugins (models, hosts, files...).

@@ -35,11 +35,14 @@ def drive(
     a chat) and goes on; a second one propagates.
     """
     items: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    quitting = False  # set by this thread on the second Ctrl-C, read by the pump
 
     async def pump() -> None:
         error: BaseException | None = None
         try:
             async for item in iterator:
+                if quitting:
+                    break  # nobody reads any more: a flood must not pile up meanwhile
                 items.put(item)
         except Exception as exc:
             error = exc
@@ -64,6 +67,7 @@ def drive(
                 on_item(item)
             except KeyboardInterrupt:
                 if interrupted:
+                    quitting = True
                     raise
                 interrupted = True
                 on_interrupt()
