@@ -170,8 +170,17 @@ def test_a_setup_that_did_not_finish_is_said_and_started_over(
     "args",
     [[], ["tests/core", "-x", "-q"], ["-k", "pool"], ["-m", "not realmodel"]],
 )
-def test_the_tests_run_on_every_core_by_default(args: list[str]) -> None:
+def test_the_tests_run_on_every_core_by_default(
+    args: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CI", raising=False)
     assert ollmw().test_arguments(args) == ["-n", "auto", "--dist", "loadgroup", *args]
+
+
+def test_in_ci_the_slowest_tests_are_listed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "1")
+    assert "--durations=20" in ollmw().test_arguments([])
+    assert "--durations=20" not in ollmw().test_arguments(["-n", "1"])
 
 
 @pytest.mark.parametrize(

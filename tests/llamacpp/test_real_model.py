@@ -23,6 +23,9 @@ from ollm_llamacpp import LlamaCppProvider
 pytestmark = pytest.mark.anyio
 
 GREEDY = ollm.GenerationOptions(temperature=0.0)
+# Tokens a counting prompt runs to when nothing stops it: enough to tell "stopped at once"
+# from "ran on", few enough that the slow lane stays short.
+COUNTED = 48
 
 
 def run_ollm(models_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -118,7 +121,7 @@ async def test_abort_stops_the_generation_between_two_tokens(provider: LlamaCppP
         # (A system prompt of its own: the built-in model's preamble asks for brevity.)
         system_prompt="The numbers, one after the other.",
         messages=(ollm.Message.user("Count from 1 to 300: 1, 2, 3,"),),
-        options=ollm.GenerationOptions(temperature=0.0, max_tokens=200),
+        options=ollm.GenerationOptions(temperature=0.0, max_tokens=COUNTED),
         abort=abort,
     )
     after: list[ollm.ProviderEvent] = []
@@ -134,7 +137,7 @@ async def test_abort_stops_the_generation_between_two_tokens(provider: LlamaCppP
     assert finish.usage is not None
     # Unstopped, this prompt runs to max_tokens (it counts on); stopped, it ends at once,
     # and the model is free for the next request.
-    assert finish.usage.completion_tokens < 200
+    assert finish.usage.completion_tokens < COUNTED
     again = msgspec.structs.replace(request, abort=None)
     events = [e async for e in provider.chat_stream(again)]
     assert isinstance(events[-1], ollm.FinishEvent)
@@ -177,7 +180,7 @@ async def test_a_stream_closed_early_frees_the_model_for_the_next(
         # (A system prompt of its own: the built-in model's preamble asks for brevity.)
         system_prompt="The numbers, one after the other.",
         messages=(ollm.Message.user("Count from 1 to 300: 1, 2, 3,"),),
-        options=ollm.GenerationOptions(temperature=0.0, max_tokens=200),
+        options=ollm.GenerationOptions(temperature=0.0, max_tokens=COUNTED),
     )
     for _ in range(3):
         stream = provider.chat_stream(request)
