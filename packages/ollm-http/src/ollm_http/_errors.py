@@ -99,20 +99,67 @@ def error_from_exception(
     """
     if isinstance(exc, OllmError):
         return exc
-    url = without_userinfo(url)
-    who = f"{context.provider} at {url}"
-    # The provider's name may start lower-case ("the Gemini API"): so does ``who``, and
-    # ``subject`` starts a sentence.
-    subject = _capital(who)
-    common: dict[str, Any] = {"provider": context.code_name, "model": model}
-    detail = _without_credentials(describe(exc))
-    timeouts = timeouts or Timeouts()
-    chain = _chain(exc)
-    tls = next((e for e in chain if _is_tls_failure(e)), None)
+    failure = _Failure(exc, without_userinfo(url), context, timeouts or Timeouts(), model)
+    tls = next((e for e in failure.chain if _is_tls_failure(e)), None)
     # A timeout is a timeout, over TLS too (a handshake that never ends, a silence
     # before the reply); once part of the reply was given, the handshake is long done:
     # a TLS failure then (a corrupt record) is a broken stream, worded below.
     if tls is not None and not streaming and not isinstance(exc, httpx.TimeoutException):
+        return failure.tls(tls)
+    if isinstance(exc, RedirectRefusedError):
+        return failure.redirect_refused(exc)
+    if isinstance(exc, httpx.DecodingError):
+        return failure.unreadable(exc)
+    if isinstance(exc, httpx.TimeoutException):
+        return failure.timed_out(exc)
+    if isinstance(exc, _UNREACHABLE) or failure.needs_socks():
+        return failure.unreachable(exc)
+    if isinstance(exc, (httpx.TooManyRedirects, BadHTTPError)):
+        return failure.bad_http(exc)
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        return failure.broken(streaming)
+    return ProviderError(
+        f"Talking to {failure.who} failed: {failure.detail}. Try again; if it keeps "
+        "happening, check the server.",
+        **failure.common,
+    )
+
+
+# Failures to reach the server at all: a proxy, SOCKS, the address, nobody listening.
+_UNREACHABLE = (
+    httpx.ProxyError,
+    ImportError,  # SOCKS's package, missing
+    httpx.ConnectError,
+    httpx.UnsupportedProtocol,
+    httpx.InvalidURL,
+)
+
+
+class _Failure:
+    """One failure of the connection, and its message by family (each method one)."""
+
+    __slots__ = ("chain", "common", "context", "detail", "subject", "timeouts", "url", "who")
+
+    def __init__(
+        self,
+        exc: BaseException,
+        url: str,
+        context: ErrorContext,
+        timeouts: Timeouts,
+        model: str | None,
+    ) -> None:
+        self.url = url
+        self.context = context
+        self.timeouts = timeouts
+        self.who = f"{context.provider} at {url}"
+        # The provider's name may start lower-case ("the Gemini API"): so does ``who``,
+        # and ``subject`` starts a sentence.
+        self.subject = _capital(self.who)
+        self.common: dict[str, Any] = {"provider": context.code_name, "model": model}
+        self.detail = _without_credentials(describe(exc))
+        self.chain = _chain(exc)
+
+    def tls(self, tls: BaseException) -> OllmError:
         certificate = isinstance(tls, ssl.SSLCertVerificationError)
         step = (
             "If the server uses a private certificate authority, point SSL_CERT_FILE at its "
@@ -122,116 +169,123 @@ def error_from_exception(
         )
         what = "certificate could not be verified" if certificate else "TLS handshake failed"
         reason = _without_credentials(describe(tls))
-        return TLSError(f"The {what} for {who} ({reason}). {step}", **common)
-    if isinstance(exc, RedirectRefusedError):
-        where = (
-            f"set {context.url_setting} to that address"
-            if context.url_setting
-            else "use that address"
-        )
+        return TLSError(f"The {what} for {self.who} ({reason}). {step}", **self.common)
+
+    def redirect_refused(self, exc: RedirectRefusedError) -> OllmError:
+        setting = self.context.url_setting
+        where = f"set {setting} to that address" if setting else "use that address"
         return BadResponseError(
-            f"{subject} redirected {exc.method} {exc.source} to {exc.target}, another server. "
-            "ollm does not send a request's body (a conversation) or its credentials on to "
-            f"another server. If the server has moved there, {where}.",
-            **common,
+            f"{self.subject} redirected {exc.method} {exc.source} to {exc.target}, another "
+            "server. ollm does not send a request's body (a conversation) or its credentials "
+            f"on to another server. If the server has moved there, {where}.",
+            **self.common,
         )
-    if isinstance(exc, httpx.DecodingError):
+
+    def unreadable(self, exc: httpx.DecodingError) -> OllmError:
         said = (
             _without_credentials(str(exc))
             if isinstance(exc, BodyDecodingError)
-            else f"its compressed data is corrupt ({detail}). Try again; if it keeps happening, "
-            "check the server and any proxy between them"
+            else f"its compressed data is corrupt ({self.detail}). Try again; if it keeps "
+            "happening, check the server and any proxy between them"
         )
-        return BadResponseError(f"{subject} sent a reply ollm cannot read: {said}.", **common)
-    if isinstance(exc, httpx.ConnectTimeout):
-        seconds = timeouts.connect
-        raise_it = (
-            f" or raise {context.connect_timeout_setting}"
-            if context.connect_timeout_setting
-            else ""
+        return BadResponseError(
+            f"{self.subject} sent a reply ollm cannot read: {said}.", **self.common
         )
-        return RequestTimeoutError(
-            f"Connecting to {who} took longer than {seconds:g} s. Check that the server is up "
-            f"and reachable{raise_it}.",
-            **common,
-        )
-    if isinstance(exc, httpx.ReadTimeout):
-        seconds = timeouts.read
-        hint = context.read_timeout_hint or (
-            f"raise the timeout ({context.timeout_setting})"
-            if context.timeout_setting
-            else "raise the read timeout"
-        )
-        return RequestTimeoutError(
-            f"{subject} sent nothing for {seconds:g} s. {hint[0].upper()}{hint[1:]}.", **common
-        )
-    if isinstance(exc, httpx.PoolTimeout):
-        return RequestTimeoutError(
-            f"Every connection to {who} stayed busy for too long ({detail}). Lower the number "
-            "of requests at once, or raise the connection limit.",
-            **common,
-        )
-    if isinstance(exc, httpx.TimeoutException):
-        setting = f" Raise {context.timeout_setting}." if context.timeout_setting else ""
-        return RequestTimeoutError(f"A request to {who} timed out ({detail}).{setting}", **common)
-    if isinstance(exc, httpx.ProxyError):
-        return ConnectionFailedError(
-            f"The proxy between ollm and {who} failed ({detail}). Check the HTTP_PROXY, "
-            "HTTPS_PROXY, ALL_PROXY and NO_PROXY variables.",
-            **common,
-        )
-    if isinstance(exc, ImportError) or any(
-        isinstance(e, ImportError) and "socksio" in str(e) for e in chain
-    ):
-        return InvalidRequestError(
-            f"A SOCKS proxy is set for {url} (ALL_PROXY or HTTPS_PROXY), and SOCKS needs an extra "
-            "package: pip install 'httpx[socks]'. Or unset the proxy variable.",
-            **common,
-        )
-    if isinstance(exc, httpx.ConnectError):
-        if any(isinstance(e, socket.gaierror) for e in chain) or any(
-            marker in str(e).lower() for e in chain for marker in _NAME_ERRORS
-        ):
-            return ConnectionFailedError(
-                f"Cannot find the host of {url} ({detail}). {_setting(context)}", **common
+
+    def timed_out(self, exc: httpx.TimeoutException) -> OllmError:
+        context, who = self.context, self.who
+        if isinstance(exc, httpx.ConnectTimeout):
+            setting = context.connect_timeout_setting
+            raise_it = f" or raise {setting}" if setting else ""
+            return RequestTimeoutError(
+                f"Connecting to {who} took longer than {self.timeouts.connect:g} s. Check that "
+                f"the server is up and reachable{raise_it}.",
+                **self.common,
             )
-        where = context.url_setting or "the address"
-        start = context.start_hint or f"Start it, or check {where}."
-        return ConnectionFailedError(
-            f"{_capital(context.provider)} is not running at {url}. {start}", **common
+        if isinstance(exc, httpx.ReadTimeout):
+            hint = context.read_timeout_hint or (
+                f"raise the timeout ({context.timeout_setting})"
+                if context.timeout_setting
+                else "raise the read timeout"
+            )
+            return RequestTimeoutError(
+                f"{self.subject} sent nothing for {self.timeouts.read:g} s. {_capital(hint)}.",
+                **self.common,
+            )
+        if isinstance(exc, httpx.PoolTimeout):
+            return RequestTimeoutError(
+                f"Every connection to {who} stayed busy for too long ({self.detail}). Lower the "
+                "number of requests at once, or raise the connection limit.",
+                **self.common,
+            )
+        setting = f" Raise {context.timeout_setting}." if context.timeout_setting else ""
+        return RequestTimeoutError(
+            f"A request to {who} timed out ({self.detail}).{setting}", **self.common
         )
-    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
+
+    def needs_socks(self) -> bool:
+        """Whether a SOCKS proxy is set and its extra package is missing."""
+        return any(isinstance(e, ImportError) and "socksio" in str(e) for e in self.chain)
+
+    def unreachable(self, exc: BaseException) -> OllmError:
+        url, context, detail = self.url, self.context, self.detail
+        if isinstance(exc, httpx.ProxyError):
+            return ConnectionFailedError(
+                f"The proxy between ollm and {self.who} failed ({detail}). Check the "
+                "HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY variables.",
+                **self.common,
+            )
+        if isinstance(exc, ImportError) or self.needs_socks():
+            return InvalidRequestError(
+                f"A SOCKS proxy is set for {url} (ALL_PROXY or HTTPS_PROXY), and SOCKS needs an "
+                "extra package: pip install 'httpx[socks]'. Or unset the proxy variable.",
+                **self.common,
+            )
+        if isinstance(exc, httpx.ConnectError):
+            if any(isinstance(e, socket.gaierror) for e in self.chain) or any(
+                marker in str(e).lower() for e in self.chain for marker in _NAME_ERRORS
+            ):
+                return ConnectionFailedError(
+                    f"Cannot find the host of {url} ({detail}). {_setting(context)}",
+                    **self.common,
+                )
+            start = (
+                context.start_hint or f"Start it, or check {context.url_setting or 'the address'}."
+            )
+            return ConnectionFailedError(
+                f"{_capital(context.provider)} is not running at {url}. {start}", **self.common
+            )
         return InvalidRequestError(
             f"The address {url} is not usable for {context.provider} ({detail}). "
             f"{_setting(context)}",
-            **common,
+            **self.common,
         )
-    if isinstance(exc, httpx.TooManyRedirects):
-        return BadResponseError(
-            f"{subject} redirected too many times ({detail}). {_setting(context)}", **common
-        )
-    if isinstance(exc, BadHTTPError):
-        return BadResponseError(
-            f"{subject} answered with something that is not valid HTTP ({exc}). Check that "
-            f"{url} is the right server. {_setting(context)}",
-            **common,
-        )
-    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+
+    def broken(self, streaming: bool) -> OllmError:
         if streaming:
             return StreamInterruptedError(
-                f"The connection to {who} broke before the reply was complete ({detail}). "
-                "Try again; if it keeps happening, check the server's log.",
-                **common,
+                f"The connection to {self.who} broke before the reply was complete "
+                f"({self.detail}). Try again; if it keeps happening, check the server's log.",
+                **self.common,
             )
         return ConnectionFailedError(
-            f"{subject} closed the connection without answering ({detail}). Check that it is "
-            f"the right server and look at its log. {_setting(context)}",
-            **common,
+            f"{self.subject} closed the connection without answering ({self.detail}). Check "
+            f"that it is the right server and look at its log. {_setting(self.context)}",
+            **self.common,
         )
-    return ProviderError(
-        f"Talking to {who} failed: {detail}. Try again; if it keeps happening, check the server.",
-        **common,
-    )
+
+    def bad_http(self, exc: BaseException) -> OllmError:
+        setting = _setting(self.context)
+        if isinstance(exc, httpx.TooManyRedirects):
+            return BadResponseError(
+                f"{self.subject} redirected too many times ({self.detail}). {setting}",
+                **self.common,
+            )
+        return BadResponseError(
+            f"{self.subject} answered with something that is not valid HTTP ({exc}). Check "
+            f"that {self.url} is the right server. {setting}",
+            **self.common,
+        )
 
 
 def _capital(text: str) -> str:
