@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from ollm.cli.approval import TerminalQuestions
     from ollm.runtime.approval import Approver
     from ollm.tools.approval import ApprovalPolicy
+    from ollm.tools.toolset import Toolset
 
 __all__ = ["run_chat"]
 
@@ -136,33 +137,7 @@ def _run(
     registries = load_registries()
     if not _known_strategy(args, config, registries, terminal):
         return EXIT_USAGE
-    traced = with_tracing(
-        config.middleware, asked=args.trace, installed=registries.middleware, environ=os.environ
-    )
-    tracer: list[object] = []  # the otel middleware built here, outermost
-    if traced != config.middleware and not args.trace:
-        # Turned on by the OTEL_* variables alone (set for other programs, perhaps): a
-        # tracing set-up that cannot start is a warning, never a chat that fails. Built
-        # once, here, and handed to the client as it is.
-        try:
-            tracer = [registries.middleware.create(TRACE_MIDDLEWARE)]
-        except PluginError as exc:
-            terminal.warn(
-                f"traces are off: {exc.message} (unset OTEL_EXPORTER_OTLP_ENDPOINT "
-                "and OTEL_TRACES_EXPORTER to silence this)"
-            )
-        traced = config.middleware
-    config = dataclasses.replace(config, middleware=traced)
-    for name in config.middleware:
-        if name not in registries.middleware:
-            known = ", ".join(registries.middleware.list()) or "none"
-            hint = " Traces need ollm-otel: pip install 'ollm-otel[export]'." * (
-                name == TRACE_MIDDLEWARE
-            )
-            raise PluginError(
-                f"no middleware is named {name!r}. Installed: {known} (`ollm plugins` "
-                f"lists them with the plugins they come from).{hint}"
-            )
+    config, tracer = _with_middleware(args, config, registries, terminal)
     toolsets = load_toolsets(args, registries)
     # Before the log opens and before any model is asked: a policy that cannot be read
     # stops the command here.
@@ -202,59 +177,135 @@ def _run(
                 )
             except PullInterrupted:
                 return EXIT_INTERRUPTED
-        client = ChatClient(
+        client = _client(
+            args,
+            config,
             registries,
-            provider=config.provider,
-            model=config.model,
-            system=system,
-            tools=list(args.tools),
-            options=GenerationOptions(
-                temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed
-            ),
-            max_turns=args.max_turns or 10,
-            context_window=args.context_window,
-            tool_strategy=config.tool_strategy,
-            recover_text_tool_calls=not args.no_recover,
-            think=_THINK[args.think] if args.think else None,
             conversation=conversation,
+            system=system,
             toolsets=toolsets,
-            middleware=[*tracer, *config.middleware, *_tool_selection(args)],
-            middleware_timeout=args.middleware_timeout or 5.0,
+            middleware=[*tracer, *config.middleware],
             approval=approval,
             approver=approver,
-            tool_call_deltas=args.call_deltas,
             output=output,
-            output_retries=2 if args.output_retries is None else args.output_retries,
-            on_truncation=args.on_truncation,
-            compact=args.compact,
         )
         logged = _redacted_system(system, config.middleware, registries)
         session = _Session(client, registries, config, renderer, terminal, log, logged)
         session.output_schema = output
         session.questions = questions
-        with start_blocking_portal(config.backend) as portal:
-            try:
-                _check_model(client, registries, config, portal)
-                unanswered = client.conversation.unanswered_calls
-                if unanswered:
-                    # Stopped while asking about these: ask again, and go on from there.
-                    terminal.info(
-                        f"(conversation {log.cid}: {len(unanswered)} tool call(s) were never "
-                        "answered; deciding them now)",
-                        "dim",
-                    )
-                    finish = session.exchange(client.chat(), portal)
-                    if interactive:
-                        terminal.end_line()
-                    elif prompt is None or _exit_code(finish) != EXIT_OK:
-                        return _exit_code(finish)
-                if interactive:
-                    return _interactive(session, portal)
-                return _exit_code(session.exchange(client.chat(prompt), portal))
-            finally:
-                portal.call(client.aclose)
+        return _converse(session, registries, config, prompt, interactive)
     finally:
         log.close()
+
+
+def _with_middleware(
+    args: argparse.Namespace, config: CliConfig, registries: Registries, terminal: Terminal
+) -> tuple[CliConfig, list[object]]:
+    """The chat's middleware, checked installed; with the ``otel`` middleware built here
+    (outermost) when the ``OTEL_*`` variables alone turn tracing on."""
+    traced = with_tracing(
+        config.middleware, asked=args.trace, installed=registries.middleware, environ=os.environ
+    )
+    tracer: list[object] = []  # the otel middleware built here, outermost
+    if traced != config.middleware and not args.trace:
+        # Turned on by the OTEL_* variables alone (set for other programs, perhaps): a
+        # tracing set-up that cannot start is a warning, never a chat that fails. Built
+        # once, here, and handed to the client as it is.
+        try:
+            tracer = [registries.middleware.create(TRACE_MIDDLEWARE)]
+        except PluginError as exc:
+            terminal.warn(
+                f"traces are off: {exc.message} (unset OTEL_EXPORTER_OTLP_ENDPOINT "
+                "and OTEL_TRACES_EXPORTER to silence this)"
+            )
+        traced = config.middleware
+    config = dataclasses.replace(config, middleware=traced)
+    for name in config.middleware:
+        if name not in registries.middleware:
+            known = ", ".join(registries.middleware.list()) or "none"
+            hint = " Traces need ollm-otel: pip install 'ollm-otel[export]'." * (
+                name == TRACE_MIDDLEWARE
+            )
+            raise PluginError(
+                f"no middleware is named {name!r}. Installed: {known} (`ollm plugins` "
+                f"lists them with the plugins they come from).{hint}"
+            )
+    return config, tracer
+
+
+def _client(
+    args: argparse.Namespace,
+    config: CliConfig,
+    registries: Registries,
+    *,
+    conversation: Conversation | None,
+    system: str | None,
+    toolsets: Sequence[Toolset],
+    middleware: list[object],
+    approval: ApprovalPolicy | None,
+    approver: Approver | None,
+    output: dict[str, Any] | None,
+) -> ChatClient:
+    """The chat's client, as the command line's options say."""
+    return ChatClient(
+        registries,
+        provider=config.provider,
+        model=config.model,
+        system=system,
+        tools=list(args.tools),
+        options=GenerationOptions(
+            temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed
+        ),
+        max_turns=args.max_turns or 10,
+        context_window=args.context_window,
+        tool_strategy=config.tool_strategy,
+        recover_text_tool_calls=not args.no_recover,
+        think=_THINK[args.think] if args.think else None,
+        conversation=conversation,
+        toolsets=toolsets,
+        middleware=[*middleware, *_tool_selection(args)],
+        middleware_timeout=args.middleware_timeout or 5.0,
+        approval=approval,
+        approver=approver,
+        tool_call_deltas=args.call_deltas,
+        output=output,
+        output_retries=2 if args.output_retries is None else args.output_retries,
+        on_truncation=args.on_truncation,
+        compact=args.compact,
+    )
+
+
+def _converse(
+    session: _Session,
+    registries: Registries,
+    config: CliConfig,
+    prompt: str | None,
+    interactive: bool,
+) -> int:
+    """The chat itself, in a portal's event loop: calls left unanswered first, then the
+    prompt, or the interactive session; the exit code."""
+    client, terminal, log = session.client, session.terminal, session.log
+    with start_blocking_portal(config.backend) as portal:
+        try:
+            _check_model(client, registries, config, portal)
+            unanswered = client.conversation.unanswered_calls
+            if unanswered:
+                # Stopped while asking about these: ask again, and go on from there.
+                terminal.info(
+                    f"(conversation {log.cid}: {len(unanswered)} tool call(s) were never "
+                    "answered; deciding them now)",
+                    "dim",
+                )
+                finish = session.exchange(client.chat(), portal)
+                if interactive:
+                    terminal.end_line()
+                elif prompt is None or _exit_code(finish) != EXIT_OK:
+                    return _exit_code(finish)
+            if interactive:
+                return _interactive(session, portal)
+            return _exit_code(session.exchange(client.chat(prompt), portal))
+        finally:
+            portal.call(client.aclose)
 
 
 def _known_strategy(
