@@ -48,12 +48,20 @@ from ollm_http import (
     encode_body,
 )
 
-__all__ = ["RETRY", "AnthropicProvider"]
+__all__ = ["RETRY", "AnthropicProvider", "with_overloaded"]
 
 log = logging.getLogger(__name__)
 
-# Anthropic's 529 "overloaded" is tried again like a 503.
-RETRY = replace(DEFAULT_RETRY, statuses=DEFAULT_RETRY.statuses | {OVERLOADED})
+
+
+def with_overloaded(policy: RetryPolicy) -> RetryPolicy:
+    """``policy`` with Anthropic's 529 "overloaded" tried again wherever 503 is."""
+    if 503 not in policy.statuses or OVERLOADED in policy.statuses:
+        return policy
+    return replace(policy, statuses=policy.statuses | {OVERLOADED})
+
+
+RETRY = with_overloaded(DEFAULT_RETRY)
 # Every current Claude model's context window; a profile's context_window says another.
 CONTEXT_WINDOW = 200_000
 # Past this share of the window, the prompt is counted by the API (exact) rather than
@@ -158,7 +166,8 @@ class AnthropicProvider(HTTPProvider):
             ),
             stack=config.http,
             transport=transport,
-            retry=retry if retry is not None else RETRY,
+            # Whatever policy is given treats 529 as it treats 503.
+            retry=RETRY if retry is None else with_overloaded(retry),
         )
         self.short_timeouts = Timeouts.quick(config.connect_timeout)
         self._anchors = UsageAnchors()
