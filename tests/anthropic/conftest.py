@@ -18,7 +18,7 @@ from ollm_anthropic import AnthropicProvider
 from ollm_http import NO_RETRY
 from ollm_testutils import FakeAnthropicServer
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 KEY = "test-key"
 
 Stream = Callable[..., Awaitable[list[ollm.ProviderEvent]]]

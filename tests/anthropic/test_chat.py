@@ -316,9 +316,9 @@ async def test_models_are_listed_page_after_page_and_shown(
     models = await provider.list_models()
     assert [m.name for m in models] == sorted(server.models)
     assert len([r for r in server.requests if r.path == "/v1/models"]) == 2
-    shown = await provider.show_model("claude-opus-4-1")
+    shown = await provider.show_model("claude-opus-4-6")
     assert shown.capabilities.tools is True
-    assert shown.details["display_name"] == "Claude Opus 4 1"
+    assert shown.details["display_name"] == "Claude Opus 4 6"
     with pytest.raises(ollm.ModelNotFoundError):
         await provider.show_model("claude-nope")
 

@@ -88,7 +88,7 @@ async def test_an_unknown_model_lists_those_there_are(
     error = error_of(await stream(model="claude-nope"))
     assert error.code == "MODEL_NOT_FOUND"
     assert "claude-nope" in error.message
-    assert "claude-sonnet-4-5" in error.message
+    assert "claude-sonnet-4-6" in error.message
     assert "ollm models list -p anthropic" in error.message
 
 

@@ -52,7 +52,7 @@ __all__ = [
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 # The one version of the Messages API there is; a header every request carries.
 API_VERSION = "2023-06-01"
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-4-6"
 ENV_API_KEY = "ANTHROPIC_API_KEY"
 ENV_BASE_URL = "ANTHROPIC_BASE_URL"
 ENV_MODEL = "OLLM_ANTHROPIC_MODEL"

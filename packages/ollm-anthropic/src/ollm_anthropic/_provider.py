@@ -53,7 +53,6 @@ __all__ = ["RETRY", "AnthropicProvider", "with_overloaded"]
 log = logging.getLogger(__name__)
 
 
-
 def with_overloaded(policy: RetryPolicy) -> RetryPolicy:
     """``policy`` with Anthropic's 529 "overloaded" tried again wherever 503 is."""
     if 503 not in policy.statuses or OVERLOADED in policy.statuses:
@@ -95,7 +94,7 @@ class AnthropicProvider(HTTPProvider):
     Configuration comes from the arguments, else a profile (``profile="local"``, from
     ``anthropic.toml``), else the environment: ``ANTHROPIC_API_KEY``,
     ``ANTHROPIC_BASE_URL`` (``https://api.anthropic.com``), ``OLLM_ANTHROPIC_MODEL``
-    (``claude-sonnet-4-5``), ``OLLM_ANTHROPIC_MAX_TOKENS`` (the reply's limit when a
+    (``claude-sonnet-4-6``), ``OLLM_ANTHROPIC_MAX_TOKENS`` (the reply's limit when a
     request sets none: else 8,192, 4,096 for Claude 3 Haiku, Sonnet and Opus),
     ``OLLM_ANTHROPIC_PROMPT_CACHE=1`` (``cache_control`` on the system prompt, the tools
     and the conversation; off by default: a cache write costs 1.25 times a prompt token,

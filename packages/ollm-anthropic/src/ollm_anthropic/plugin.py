@@ -47,7 +47,7 @@ def ollm_providers() -> list[ProviderSpec]:
         ProviderSpec(
             "anthropic",
             build_provider,
-            "Anthropic's Messages API: ANTHROPIC_API_KEY (default model claude-sonnet-4-5), "
+            "Anthropic's Messages API: ANTHROPIC_API_KEY (default model claude-sonnet-4-6), "
             "or -p anthropic:PROFILE",
             profile_factory=build_profile,
             settings_factory=build_configured,

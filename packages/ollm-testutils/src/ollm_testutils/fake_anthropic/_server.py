@@ -59,7 +59,7 @@ class FakeAnthropicServer(ScriptedServer[AnthropicReply]):
         self,
         *,
         api_key: str | None = "test-key",
-        models: Iterable[str] = ("claude-sonnet-4-5", "claude-opus-4-1", "claude-3-haiku-20240307"),
+        models: Iterable[str] = ("claude-sonnet-4-6", "claude-opus-4-6", "claude-3-haiku-20240307"),
         port: int = 0,
     ) -> None:
         self.api_key = api_key
@@ -104,7 +104,11 @@ class FakeAnthropicServer(ScriptedServer[AnthropicReply]):
         return response.send(200, json.dumps(value).encode(), _JSON)
 
     def _route(self, request: HttpRequest, response: Response, connection: Connection) -> bool:
-        if self.api_key is not None and request.headers.get("x-api-key") != self.api_key:
+        # The key comes as x-api-key (the reference's), or as a bearer token (what the
+        # official SDK sends since 2026).
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+        given = request.headers.get("x-api-key") or bearer
+        if self.api_key is not None and given != self.api_key:
             return self._error(response, 401, "authentication_error", "invalid x-api-key")
         if not request.headers.get("anthropic-version"):
             return self._error(
