@@ -323,21 +323,16 @@ class FakeAnthropicServer(ScriptedServer[AnthropicReply]):
         if reply.midstream_error is not None:
             error = {"type": "error", "error": dict(reply.midstream_error)}
             events = [*events[:before], _sse("error", error)]
-        if not response.start_chunked(200, _SSE):
-            return False
-        per_write = max(1, self.events_per_write)
-        for n in range(0, len(events), per_write):
-            if reply.end == "cut" and n >= before:
-                response.abort()
-                return False
-            if not response.write(b"".join(events[n : n + per_write])):
-                return False
-            if reply.hang and n + per_write >= before:
-                connection.wait(None)
-                return False
-            if reply.chunk_delay and not connection.wait(reply.chunk_delay):
-                return False
-        return response.end()
+        return self._play(
+            response,
+            connection,
+            events,
+            before,
+            end=reply.end,
+            hang=reply.hang,
+            chunk_delay=reply.chunk_delay,
+            content_type=_SSE,
+        )
 
 
 def _prompt_tokens(body: dict[str, Any]) -> int:
