@@ -355,3 +355,30 @@ async def test_a_profile_reaches_a_compatible_server_with_its_own_key(
     sent = server.message_requests[0]
     assert sent.headers["x-api-key"] == KEY
     assert sent.json["max_tokens"] == 512
+
+
+async def test_a_forced_tool_while_thinking_is_refused_before_sending(
+    stream: Stream, server: FakeAnthropicServer
+) -> None:
+    events = await stream(tools=(get_temperature.schema,), tool_choice="required", think=True)
+    error = error_of(events)
+    assert error.code == "INVALID_REQUEST"
+    assert "not allow while the model thinks" in error.message
+    assert not server.message_requests
+
+
+async def test_tool_input_pieces_are_passed_on_when_asked(
+    stream: Stream, server: FakeAnthropicServer
+) -> None:
+    server.script(
+        AnthropicReply(
+            tool_uses=[AnthropicToolUse("get_temperature", {"city": "Paris"}, id="t1", pieces=3)]
+        )
+    )
+    events = await stream(tools=(get_temperature.schema,), tool_call_deltas=True)
+    deltas = [e for e in events if isinstance(e, ollm.ToolCallDeltaEvent)]
+    assert (deltas[0].id, deltas[0].name) == ("t1", "get_temperature")
+    assert "".join(d.arguments_delta for d in deltas) == '{"city": "Paris"}'
+    assert len(deltas) == 4
+    calls = [e.call for e in events if isinstance(e, ollm.ToolCallEvent)]
+    assert calls == [ollm.ToolCall("t1", "get_temperature", {"city": "Paris"})]

@@ -256,6 +256,12 @@ def build_body(
         body["system"] = request.system_prompt
     tools = tools_of(request.tools) if request.tools else []
     choice = _tool_choice(request.tool_choice, request.tools) if request.tools else None
+    if budget is not None and choice is not None and choice["type"] in ("any", "tool"):
+        # The API refuses the pair; said here, before anything is sent.
+        raise InvalidRequestError(
+            f"tool_choice {request.tool_choice!r} forces a tool, which the Messages API does "
+            "not allow while the model thinks. Use tool_choice 'auto', or turn thinking off."
+        )
     output = output_schema(request.response_format)
     if output is not None:
         tools.append(
