@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 from cli_helpers import OLLM, ollm_env
@@ -100,3 +101,24 @@ def test_ollm_chat_json_with_a_wrong_key_ends_with_error_and_finish() -> None:
     assert events[-2]["code"] == "AUTH_FAILED"
     assert "ANTHROPIC_API_KEY" in events[-2]["message"]
     assert "Traceback" not in result.stderr
+
+
+def test_ollm_chat_reaches_a_compatible_server_through_a_profile(tmp_path: Path) -> None:
+    with FakeAnthropicServer(api_key="local-secret") as server:
+        server.script(AnthropicReply(["Hi from ", "local."]))
+        profiles = tmp_path / "anthropic.toml"
+        profiles.write_text(
+            f'[local]\nbase_url = "{server.url}"\nmodel = "{MODEL}"\napi_key_env = "LOCAL_KEY"\n'
+        )
+        result = _ollm(
+            "chat",
+            "-p",
+            "anthropic:local",
+            "hi",
+            OLLM_ANTHROPIC_PROFILES=str(profiles),
+            LOCAL_KEY="local-secret",
+            ANTHROPIC_API_KEY="not-for-this-server",
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == "Hi from local.\n"
+        assert server.message_requests[0].headers["x-api-key"] == "local-secret"
