@@ -10,6 +10,7 @@ from ollm_http import RetryPolicy
 from ollm_testutils import AnthropicReply, FakeAnthropicServer
 
 from .conftest import (
+    KEY,
     MODEL,
     Stream,
     chat_events,
@@ -228,3 +229,14 @@ async def test_model_is_passed_as_given(stream: Stream, server: FakeAnthropicSer
     body = server.message_requests[0].json
     assert (body["model"], body["max_tokens"]) == ("claude-3-haiku-20240307", 4096)
     assert body["model"] != MODEL
+
+
+async def test_a_bearer_token_alone_reaches_a_gateway(server: FakeAnthropicServer) -> None:
+    env = {"ANTHROPIC_AUTH_TOKEN": KEY}
+    async with AnthropicProvider(base_url=server.url, environ=env) as provider:
+        events = [e async for e in provider.chat_stream(request_for())]
+        assert KEY not in repr(provider.config)
+    assert text_of(events) == "Hello! How can I help?"
+    sent = server.message_requests[0].headers
+    assert sent["authorization"] == f"Bearer {KEY}"
+    assert "x-api-key" not in sent

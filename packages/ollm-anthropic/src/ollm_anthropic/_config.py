@@ -54,6 +54,9 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MODEL = "claude-sonnet-4-6"
 ENV_API_KEY = "ANTHROPIC_API_KEY"
+# A bearer token instead of a key, as gateways in front of the API take it (and the
+# agent tools that speak Messages send it).
+ENV_AUTH_TOKEN = "ANTHROPIC_AUTH_TOKEN"
 ENV_BASE_URL = "ANTHROPIC_BASE_URL"
 ENV_MODEL = "OLLM_ANTHROPIC_MODEL"
 ENV_TIMEOUT = "OLLM_ANTHROPIC_TIMEOUT"
@@ -105,6 +108,7 @@ class AnthropicConfig(ServerSettings):
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     api_key: str | None = field(default=None, repr=False)
     api_key_setting: str = ENV_API_KEY
+    auth_token: str | None = field(default=None, repr=False)
     default_model: str | None = DEFAULT_MODEL
     max_tokens: int | None = None
     prompt_cache: bool = False
@@ -134,6 +138,7 @@ class AnthropicConfig(ServerSettings):
         base_url: str | None = None,
         *,
         api_key: str | None = None,
+        auth_token: str | None = None,
         model: str | None = None,
         max_tokens: int | None = None,
         prompt_cache: bool | None = None,
@@ -147,7 +152,11 @@ class AnthropicConfig(ServerSettings):
         profile: str | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> AnthropicConfig:
-        """Arguments first, then the profile (if one is named), then the environment."""
+        """Arguments first, then the profile (if one is named), then the environment.
+
+        ``auth_token`` (``ANTHROPIC_AUTH_TOKEN``, not read for a profile) is sent as
+        ``Authorization: Bearer``, beside the key or instead of it.
+        """
         env = os.environ if environ is None else environ
         chosen = _profile(profile, env) if profile is not None else Profile()
         if profile is None:
@@ -200,6 +209,10 @@ class AnthropicConfig(ServerSettings):
             **server.settings(),
             api_key=secret_setting(key, setting),
             api_key_setting=setting,
+            auth_token=secret_setting(
+                auth_token if auth_token is not None or profile else env.get(ENV_AUTH_TOKEN),
+                "the auth_token argument" if auth_token is not None else ENV_AUTH_TOKEN,
+            ),
             default_model=default_model,
             max_tokens=limit,
             prompt_cache=bool(cache),

@@ -26,7 +26,6 @@ from ollm.types import (
 from ollm_anthropic._chat import stream_chat
 from ollm_anthropic._config import (
     API_VERSION,
-    DEFAULT_BASE_URL,
     ENV_API_KEY,
     ENV_CONNECT_TIMEOUT,
     ENV_TIMEOUT,
@@ -94,7 +93,8 @@ class AnthropicProvider(HTTPProvider):
     Configuration comes from the arguments, else a profile (``profile="local"``, from
     ``anthropic.toml``), else the environment: ``ANTHROPIC_API_KEY``,
     ``ANTHROPIC_BASE_URL`` (``https://api.anthropic.com``), ``OLLM_ANTHROPIC_MODEL``
-    (``claude-sonnet-4-6``), ``OLLM_ANTHROPIC_MAX_TOKENS`` (the reply's limit when a
+    (``claude-sonnet-4-6``), ``ANTHROPIC_AUTH_TOKEN`` (a bearer token, for a gateway),
+    ``OLLM_ANTHROPIC_MAX_TOKENS`` (the reply's limit when a
     request sets none: else 8,192, 4,096 for Claude 3 Haiku, Sonnet and Opus),
     ``OLLM_ANTHROPIC_PROMPT_CACHE=1`` (``cache_control`` on the system prompt, the tools
     and the conversation; off by default: a cache write costs 1.25 times a prompt token,
@@ -118,6 +118,7 @@ class AnthropicProvider(HTTPProvider):
         self,
         api_key: str | None = None,
         *,
+        auth_token: str | None = None,
         base_url: str | None = None,
         model: str | None = None,
         max_tokens: int | None = None,
@@ -137,6 +138,7 @@ class AnthropicProvider(HTTPProvider):
         self.config = AnthropicConfig.resolve(
             base_url,
             api_key=api_key,
+            auth_token=auth_token,
             model=model,
             max_tokens=max_tokens,
             prompt_cache=prompt_cache,
@@ -156,6 +158,8 @@ class AnthropicProvider(HTTPProvider):
         own = {"anthropic-version": API_VERSION}
         if config.api_key:
             own["x-api-key"] = config.api_key
+        if config.auth_token:
+            own["Authorization"] = f"Bearer {config.auth_token}"
         super().__init__(
             config.http_config(
                 agent=f"ollm/{ollm_version} ollm-anthropic/{__version__}",
@@ -185,7 +189,8 @@ class AnthropicProvider(HTTPProvider):
 
     def precheck(self, method: str, path: str, *, model: str | None) -> OllmError | None:
         """Without a key, Anthropic's own API is not asked at all: it would refuse."""
-        if self.config.api_key is None and self.config.base_url == DEFAULT_BASE_URL:
+        config = self.config
+        if config.api_key is None and config.auth_token is None and config.official:
             return AuthenticationError(
                 f"No Anthropic API key is set. Set {ENV_API_KEY} to a key from "
                 "https://console.anthropic.com/settings/keys.",
