@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -382,3 +383,26 @@ async def test_tool_input_pieces_are_passed_on_when_asked(
     assert len(deltas) == 4
     calls = [e.call for e in events if isinstance(e, ollm.ToolCallEvent)]
     assert calls == [ollm.ToolCall("t1", "get_temperature", {"city": "Paris"})]
+
+
+async def test_typed_output_streams_as_its_input_arrives(
+    server: FakeAnthropicServer, provider: AnthropicProvider
+) -> None:
+    import msgspec
+
+    class Dog(msgspec.Struct):
+        name: str
+        age: int
+
+    value = {"name": "Rex " * 50, "age": 3}
+    server.script(AnthropicReply(tool_uses=[AnthropicToolUse("ollm_output", value, pieces=20)]))
+    async with client_for(provider).chat("A dog?", output=Dog) as events:
+        seen = [e async for e in events]
+    texts = [e for e in seen if isinstance(e, ollm.TextEvent)]
+    assert len(texts) > 10
+    assert "".join(t.text for t in texts) == json.dumps(value)
+    partial = [e for e in seen if isinstance(e, ollm.PartialOutputEvent)]
+    assert partial
+    assert seen.index(partial[0]) < seen.index(texts[-1])
+    (output,) = [e for e in seen if isinstance(e, ollm.OutputEvent)]
+    assert output.value == Dog("Rex " * 50, 3)

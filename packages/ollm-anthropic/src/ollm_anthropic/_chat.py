@@ -99,9 +99,9 @@ class _Block:
 class _Reply:
     """What one reply gathered."""
 
-    __slots__ = ("blocks", "calls", "shown", "start", "stop", "thinking", "usage")
+    __slots__ = ("blocks", "calls", "output", "shown", "start", "stop", "thinking", "usage")
 
-    def __init__(self) -> None:
+    def __init__(self, request: ProviderRequest) -> None:
         self.blocks: dict[int, _Block] = {}
         self.calls: list[ToolCall] = []
         self.thinking: list[dict[str, Any]] = []
@@ -109,6 +109,10 @@ class _Reply:
         self.usage: WireUsage | None = None
         self.stop: str | None = None
         self.shown = False
+        # Typed output whose schema is the tool's own streams as text, piece by piece (a
+        # wrapped one, {"value": ...}, is given whole at the end).
+        schema = output_schema(request.response_format)
+        self.output = schema is not None and not schema[1]
 
 
 def stream_chat(
@@ -125,7 +129,7 @@ async def _reply(
     stream = provider.stream(
         "sse", model=model, abort=abort, affinity=request.conversation_id, headers=request.headers
     )
-    state = _Reply()
+    state = _Reply(request)
     deltas = request.tool_call_deltas
     try:
         for notice in provider.notices(request):
@@ -159,6 +163,10 @@ async def _reply(
                         continue
                     if what == "input_json_delta":
                         piece = delta.partial_json or ""
+                        if block.kind == "output":
+                            if piece:
+                                yield TextEvent(piece)
+                            continue
                         block.json.append(piece)
                         if deltas and piece:
                             yield ToolCallDeltaEvent(event.index, arguments_delta=piece)
@@ -209,6 +217,11 @@ def _open(state: _Reply, event: Event, deltas: bool) -> list[ProviderEvent]:
         if start.text:
             state.shown = True
             return [TextEvent(start.text)]
+    elif start.type == "tool_use" and state.output and start.name == OUTPUT_TOOL:
+        block.kind = "output"
+        state.shown = True
+        if isinstance(start.input, dict) and start.input:
+            return [TextEvent(msgspec.json.encode(start.input).decode())]
     elif start.type == "tool_use":
         block.id = start.id or new_call_id()
         block.name = start.name or ""
