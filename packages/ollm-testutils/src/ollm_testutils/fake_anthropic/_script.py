@@ -16,14 +16,16 @@ class AnthropicToolUse:
     """A ``tool_use`` block of a scripted reply.
 
     ``input`` may be anything JSON (the API sends an object; a test may send worse);
-    ``pieces`` is how many ``input_json_delta`` events carry its JSON text. ``id`` is
-    ``AUTO`` (``toolu_`` and a number) or the id to send.
+    ``pieces`` is how many ``input_json_delta`` events carry its JSON text, or ``raw``
+    the exact pieces of that text (``input`` is then not used). ``id`` is ``AUTO``
+    (``toolu_`` and a number) or the id to send.
     """
 
     name: str
     input: Any = field(default_factory=dict)
     id: str | None = AUTO
     pieces: int = 3
+    raw: Sequence[str] | None = None
 
 
 @dataclass(frozen=True)

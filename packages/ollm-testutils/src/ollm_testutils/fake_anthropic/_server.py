@@ -259,10 +259,14 @@ class FakeAnthropicServer(ScriptedServer[AnthropicReply]):
             events.append(
                 _start(index, {"type": "tool_use", "id": call_id, "name": call.name, "input": {}})
             )
-            text = json.dumps(call.input)
-            size = max(1, -(-len(text) // max(call.pieces, 1)))
-            for at in range(0, len(text), size):
-                part = {"type": "input_json_delta", "partial_json": text[at : at + size]}
+            if call.raw is not None:
+                parts = list(call.raw)
+            else:
+                text = json.dumps(call.input)
+                size = max(1, -(-len(text) // max(call.pieces, 1)))
+                parts = [text[at : at + size] for at in range(0, len(text), size)]
+            for piece in parts:
+                part = {"type": "input_json_delta", "partial_json": piece}
                 events.append(_delta(index, part))
             events.append(_stop(index))
             index += 1
