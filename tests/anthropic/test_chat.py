@@ -406,3 +406,20 @@ async def test_typed_output_streams_as_its_input_arrives(
     assert seen.index(partial[0]) < seen.index(texts[-1])
     (output,) = [e for e in seen if isinstance(e, ollm.OutputEvent)]
     assert output.value == Dog("Rex " * 50, 3)
+
+
+@pytest.mark.parametrize(
+    ("model", "thinking"),
+    [
+        ("claude-sonnet-4-6", True),
+        ("claude-3-7-sonnet-20250219", True),
+        ("claude-3-haiku-20240307", None),
+        ("qwen3-coder", None),
+    ],
+)
+async def test_capabilities_say_which_models_think(
+    provider: AnthropicProvider, model: str, thinking: bool | None
+) -> None:
+    capabilities = await provider.model_capabilities(model)
+    assert capabilities.thinking is thinking
+    assert capabilities.tools is True

@@ -300,7 +300,10 @@ class AnthropicProvider(HTTPProvider):
         return ModelCapabilities(
             tools=True,
             vision=True if claude else None,
-            thinking=True if claude and not model.startswith("claude-3-") else None,
+            # Extended thinking came with Claude 3.7 Sonnet; the other Claude 3 models lack it.
+            thinking=True
+            if claude and (not model.startswith("claude-3-") or "3-7" in model)
+            else None,
             completion=True,
             context_window=self.config.context_window or (CONTEXT_WINDOW if claude else None),
         )
