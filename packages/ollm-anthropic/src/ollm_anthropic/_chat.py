@@ -168,7 +168,7 @@ async def _reply(
                                 yield TextEvent(piece)
                             continue
                         block.json.append(piece)
-                        if deltas and piece:
+                        if deltas and piece and block.name != OUTPUT_TOOL:
                             yield ToolCallDeltaEvent(event.index, arguments_delta=piece)
                     elif what == "thinking_delta":
                         if delta.thinking:
