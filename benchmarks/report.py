@@ -314,6 +314,32 @@ def write_report(r: dict[str, Any]) -> str:
             ("(issue 15) ahead of google-genai", f"{ours / sdk:.1f}x", "> 1x", ours > sdk)
         )
 
+    a = r.get("anthropic")
+    if a is not None:
+        rows = a["throughput"]
+        sdk = rows["anthropic AsyncAnthropic (raw events)"]["median"]
+        ours = rows["ollm (ChatClient + AnthropicProvider)"]["median"]
+        add("## 9b. Anthropic's Messages API (ollm-anthropic)\n")
+        add(
+            (f"Measured {a['date']} (`./ollmw bench --only anthropic`). " if "date" in a else "")
+            + f"One reply of {a['chunks']:,} `text_delta` events, as FakeAnthropicServer "
+            "writes them (`event:` and `data:` lines, `message_start`, `ping`, the text block, "
+            "`message_delta`, `message_stop`), served again from the bytes it wrote; `ollm` "
+            "counts the `TextEvent`s of `ChatClient.chat` with `AnthropicProvider`, through "
+            "the whole runtime; the SDK's rows count its raw `text_delta` events "
+            "(`messages.create(stream=True)`) and its helper's text events "
+            "(`messages.stream()`).\n"
+        )
+        _streaming_tables(add, a, sdk, "anthropic AsyncAnthropic")
+        summary.append(
+            (
+                "(issue 46) >= 5x anthropic AsyncAnthropic",
+                f"{ours / sdk:.1f}x",
+                "5x",
+                ours >= 5 * sdk,
+            )
+        )
+
     p = r.get("pool")
     if p is not None:
         add("## 10. A pool of three servers (ollm-pool)\n")

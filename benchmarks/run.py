@@ -274,6 +274,25 @@ def gemini(quick: bool) -> dict[str, Any]:
     )
 
 
+def anthropic(quick: bool) -> dict[str, Any]:
+    """ollm-anthropic against the anthropic SDK on FakeAnthropicServer's bodies."""
+    return streaming_section(
+        "bench_anthropic.py",
+        (
+            ("ollm (ChatClient + AnthropicProvider)", "ollm", "asyncio"),
+            ("ollm (trio)", "ollm", "trio"),
+            ("raw httpx + msgspec (aiter_lines)", "raw-httpx", "asyncio"),
+            ("anthropic AsyncAnthropic (raw events)", "anthropic", "asyncio"),
+            ("anthropic messages.stream() (text events)", "anthropic-stream", "asyncio"),
+        ),
+        (
+            ("import ollm, ollm_anthropic", "ollm_anthropic"),
+            ("import anthropic", "anthropic"),
+        ),
+        quick,
+    )
+
+
 def script_figures(script: str, *args: object) -> dict[str, Any]:
     """The JSON line a benchmark script prints last (it runs in its own process)."""
     out = subprocess.run(
@@ -348,6 +367,7 @@ def typed_output(quick: bool) -> dict[str, Any]:
 SECTIONS = {
     "openai": openai_compatible,
     "gemini": gemini,
+    "anthropic": anthropic,
     "startup": startup,
     "llamacpp": llamacpp,
     "realserver": realserver,
@@ -377,6 +397,8 @@ def versions() -> dict[str, str]:
         "ollm-gemini",
         "ollm-pool",
         "google-genai",
+        "ollm-anthropic",
+        "anthropic",
         "httpx",
         "anyio",
         "msgspec",
@@ -441,6 +463,8 @@ def main() -> None:
     results["openai"] = openai_compatible(args.quick)
     print("gemini...", file=sys.stderr, flush=True)
     results["gemini"] = gemini(args.quick)
+    print("anthropic...", file=sys.stderr, flush=True)
+    results["anthropic"] = anthropic(args.quick)
     print("llamacpp...", file=sys.stderr, flush=True)
     results["llamacpp"] = llamacpp(args.quick)
     print("real server...", file=sys.stderr, flush=True)

@@ -66,6 +66,8 @@ def test_ollama_in_capitals_is_ollama(run_ollm, server: FakeOllamaServer) -> Non
         ("openai", "openai", "ollm-openai"),
         ("openai", "openai:vllm", "ollm-openai"),
         ("gemini", "gemini", "ollm-gemini"),
+        ("anthropic", "anthropic", "ollm-anthropic"),
+        ("anthropic", "anthropic:local", "ollm-anthropic"),
         ("ollama", "ollama", "ollm-ollama"),
     ],
 )

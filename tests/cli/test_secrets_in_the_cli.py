@@ -18,6 +18,8 @@ import pytest
 from cli_helpers import OLLM, ollm_env
 
 from ollm_testutils import (
+    AnthropicReply,
+    FakeAnthropicServer,
     FakeGeminiServer,
     FakeOllamaServer,
     FakeOpenAIServer,
@@ -33,7 +35,7 @@ def userinfo(url: str) -> str:
     return f"{scheme}://alice:{SECRET}@{rest}"
 
 
-@pytest.fixture(params=["ollama", "openai", "gemini"])
+@pytest.fixture(params=["ollama", "openai", "gemini", "anthropic"])
 def failing(request: pytest.FixtureRequest) -> Iterator[tuple[str, dict[str, str]]]:
     """A provider's name and the environment that points it, with secrets, at a server
     that fails every chat with HTTP 500 (and every model list, for Ollama)."""
@@ -48,6 +50,10 @@ def failing(request: pytest.FixtureRequest) -> Iterator[tuple[str, dict[str, str
             openai.script(*[OpenAIReply.failure(500, "boom")] * 6)
             env = {"OPENAI_BASE_URL": userinfo(openai.base_url), "OPENAI_API_KEY": SECRET}
             yield name, {**env, "OLLM_OPENAI_MODEL": "gpt-test"}
+    elif name == "anthropic":
+        with FakeAnthropicServer(api_key=SECRET) as anthropic:
+            anthropic.script(*[AnthropicReply.failure(500, "api_error", "boom")] * 6)
+            yield name, {"ANTHROPIC_BASE_URL": userinfo(anthropic.url), "ANTHROPIC_API_KEY": SECRET}
     else:
         with FakeGeminiServer(api_key=SECRET) as gemini:
             gemini.script(*[GeminiReply.failure(500, "boom", "INTERNAL")] * 6)
@@ -89,7 +95,12 @@ def test_no_secret_on_the_screen_in_json_or_in_the_log(
 
 @pytest.mark.parametrize(
     ("name", "variable"),
-    [("openai", "OPENAI_API_KEY"), ("gemini", "GEMINI_API_KEY"), ("ollama", "OLLAMA_API_KEY")],
+    [
+        ("openai", "OPENAI_API_KEY"),
+        ("gemini", "GEMINI_API_KEY"),
+        ("ollama", "OLLAMA_API_KEY"),
+        ("anthropic", "ANTHROPIC_API_KEY"),
+    ],
 )
 @pytest.mark.parametrize("command", [["models", "list"], ["chat", "hi"]])
 def test_a_key_with_a_curly_quote_is_named_never_shown(

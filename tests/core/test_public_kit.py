@@ -24,6 +24,7 @@ PLUGINS = (
     "ollm-ollama",
     "ollm-openai",
     "ollm-gemini",
+    "ollm-anthropic",
     "ollm-llamacpp",
     "ollm-pool",
     "ollm-react",

@@ -289,6 +289,7 @@ def test_a_composite_is_built_with_the_registry_its_members_come_from() -> None:
         ("OpenAI", "ollm-openai"),
         ("openai:vllm", "ollm-openai"),
         ("gemini", "ollm-gemini"),
+        ("anthropic", "ollm-anthropic"),
         ("pool:home", "ollm-pool"),
     ],
 )

@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 from docs_world import ROOT, Sandbox, Servers, environment, prepare
 
-from ollm_testutils import FakeGeminiServer, FakeOllamaServer, FakeOpenAIServer
+from ollm_testutils import (
+    FakeAnthropicServer,
+    FakeGeminiServer,
+    FakeOllamaServer,
+    FakeOpenAIServer,
+)
 
 
 @pytest.fixture(scope="session")
@@ -21,12 +26,13 @@ def docs_servers() -> Iterator[Servers]:
         FakeOllamaServer() as ollama,
         FakeOpenAIServer(models=models) as openai,
         FakeGeminiServer() as gemini,
+        FakeAnthropicServer() as anthropic,
     ):
         ollama.add_model("qwen3", ["completion", "tools", "thinking"])
         ollama.add_model("qwen3:8b", ["completion", "tools", "thinking"], local=False)
         ollama.add_model("gemma2:2b", ["completion"])
         ollama.add_model("all-minilm", ["embedding"], family="bert")
-        yield Servers(ollama, openai, gemini)
+        yield Servers(ollama, openai, gemini, anthropic)
 
 
 @pytest.fixture(scope="session")

@@ -337,7 +337,14 @@ def check_data(block: codeblocks.Block, sandbox: Sandbox) -> None:
         import ollm
 
         ollm.ApprovalPolicy.from_toml(block.text, block.where)
-    if codeblocks.profiles(block.text):
+    if codeblocks.profiles(block.text) and "ollm-anthropic" in block.where:
+        import ollm_anthropic
+
+        path = sandbox.root / f"{stem(block)}.toml"
+        path.write_text(block.text, encoding="utf-8")
+        found = ollm_anthropic.load_profiles({"OLLM_ANTHROPIC_PROFILES": str(path)})
+        assert set(found) == set(table)
+    elif codeblocks.profiles(block.text):
         import ollm_openai
 
         path = sandbox.root / f"{stem(block)}.toml"

@@ -9,10 +9,13 @@ import msgspec
 import pytest
 
 import ollm
+from ollm_anthropic import AnthropicProvider
 from ollm_gemini import GeminiProvider
 from ollm_ollama import OllamaProvider
 from ollm_openai import OpenAIProvider
 from ollm_testutils import (
+    AnthropicReply,
+    FakeAnthropicServer,
     FakeGeminiServer,
     FakeOllamaServer,
     FakeOpenAIServer,
@@ -35,13 +38,15 @@ class Stamp:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("name", ["ollama", "openai", "gemini"])
+@pytest.mark.parametrize("name", ["ollama", "openai", "gemini", "anthropic"])
 async def test_a_middlewares_headers_reach_the_server(name: str) -> None:
     server: Any
     if name == "ollama":
         server, reply, model = FakeOllamaServer(), OllamaReply("hi"), "llama3.2"
     elif name == "openai":
         server, reply, model = FakeOpenAIServer(), OpenAIReply("hi"), "gpt-test"
+    elif name == "anthropic":
+        server, reply, model = FakeAnthropicServer(), AnthropicReply("hi"), "claude-sonnet-4-6"
     else:
         server, reply, model = FakeGeminiServer(), GeminiReply("hi"), "gemini-2.5-flash"
     with server:
@@ -51,6 +56,8 @@ async def test_a_middlewares_headers_reach_the_server(name: str) -> None:
             provider = OllamaProvider(server.url, environ={})
         elif name == "openai":
             provider = OpenAIProvider(server.base_url, model=model, environ={})
+        elif name == "anthropic":
+            provider = AnthropicProvider("test-key", base_url=server.url, environ={})
         else:
             provider = GeminiProvider("test-key", base_url=server.url, environ={})
         client = ollm.ChatClient(
@@ -59,6 +66,9 @@ async def test_a_middlewares_headers_reach_the_server(name: str) -> None:
         async with client:
             result = await client.run("Hello")
         assert result.ok, result
-        [sent] = server.generate_requests if name == "gemini" else server.chat_requests
+        if name == "anthropic":
+            [sent] = server.message_requests
+        else:
+            [sent] = server.generate_requests if name == "gemini" else server.chat_requests
         assert sent.headers.get("traceparent") == TRACEPARENT
         assert sent.headers.get("accept") != "text/html"  # the stream's own Accept

@@ -14,10 +14,13 @@ from typing import Any
 import pytest
 
 import ollm
+from ollm_anthropic import AnthropicProvider
 from ollm_gemini import GeminiProvider
 from ollm_ollama import OllamaProvider
 from ollm_openai import OpenAIProvider
 from ollm_testutils import (
+    AnthropicReply,
+    FakeAnthropicServer,
     FakeGeminiServer,
     FakeOllamaServer,
     FakeOpenAIServer,
@@ -118,3 +121,28 @@ async def test_gemini_reads_compressed_replies_on_every_path(
     error = await error_of_chat(provider, "gemini-0")
     assert error.code == "MODEL_NOT_FOUND"
     assert "gemini-2.5-flash" in error.message  # the models it has, from a compressed list
+
+
+@pytest.fixture
+async def anthropic(
+    encoding: str,
+) -> AsyncIterator[tuple[FakeAnthropicServer, AnthropicProvider]]:
+    async with FakeAnthropicServer() as server:
+        server.compress = encoding
+        async with AnthropicProvider("test-key", base_url=server.url, environ={}) as provider:
+            yield server, provider
+
+
+async def test_anthropic_reads_compressed_replies_on_every_path(
+    anthropic: tuple[FakeAnthropicServer, AnthropicProvider],
+) -> None:
+    server, provider = anthropic
+    server.script(AnthropicReply(["Hel", "lo"]))
+    assert await chat_text(provider, "claude-sonnet-4-6") == "Hello"
+    assert "claude-sonnet-4-6" in [m.name for m in await provider.list_models()]
+    assert (await provider.show_model("claude-opus-4-6")).name == "claude-opus-4-6"
+    request = ollm.ProviderRequest(model="claude-sonnet-4-6", messages=(ollm.Message.user("hi"),))
+    assert await provider.exact_tokens(request) > 0
+    error = await error_of_chat(provider, "claude-0")
+    assert error.code == "MODEL_NOT_FOUND"
+    assert "claude-sonnet-4-6" in error.message  # the models it has, from a compressed list

@@ -16,6 +16,7 @@ import pytest
 from raw_http import raw_server
 
 import ollm
+from ollm_anthropic import AnthropicProvider
 from ollm_gemini import GeminiProvider
 from ollm_http import HTTPProvider
 from ollm_ollama import OllamaProvider
@@ -46,12 +47,14 @@ def build(name: str, url: str) -> HTTPProvider:
     headers = {"api-key": KEY, "X-Tenant": KEY}
     if name == "gemini":
         return GeminiProvider(KEY, base_url=url, headers=headers, environ={})
+    if name == "anthropic":
+        return AnthropicProvider(KEY, base_url=url, headers=headers, environ={})
     if name == "openai":
         return OpenAIProvider(url + "/v1", model="m", headers=headers, environ={})
     return OllamaProvider(url, headers=headers, environ={"OLLAMA_API_KEY": KEY})
 
 
-@pytest.mark.parametrize("name", ["gemini", "openai", "ollama"])
+@pytest.mark.parametrize("name", ["gemini", "openai", "ollama", "anthropic"])
 async def test_a_chat_redirected_to_another_server_is_refused_and_sends_it_nothing(
     name: str,
 ) -> None:
@@ -70,7 +73,7 @@ async def test_a_chat_redirected_to_another_server_is_refused_and_sends_it_nothi
     assert all(KEY.encode() not in r for r in other.requests)
 
 
-@pytest.mark.parametrize("name", ["gemini", "openai", "ollama"])
+@pytest.mark.parametrize("name", ["gemini", "openai", "ollama", "anthropic"])
 async def test_a_model_list_follows_a_redirect_without_any_credential(name: str) -> None:
     async with (
         raw_server([listing] * 4) as other,
@@ -81,6 +84,6 @@ async def test_a_model_list_follows_a_redirect_without_any_credential(name: str)
     assert other.requests, "the redirect was not followed"
     sent: Any = b"\n".join(other.requests).lower()
     assert KEY.lower().encode() not in sent
-    for header in (b"x-goog-api-key", b"api-key", b"authorization", b"x-tenant"):
+    for header in (b"x-goog-api-key", b"x-api-key", b"api-key", b"authorization", b"x-tenant"):
         assert header + b":" not in sent
     assert KEY.encode() in first.requests[0]  # the first server was asked with the key

@@ -23,13 +23,23 @@ from leaks import assert_not_shown, error_texts, logged, secrets
 from raw_http import CLOSE, HANG, raw_server
 
 import ollm
+from ollm_anthropic import AnthropicProvider
 from ollm_gemini import GeminiProvider
 from ollm_http import NO_RETRY, HTTPProvider
 from ollm_ollama import OllamaProvider
 from ollm_openai import OpenAIProvider
 
 MODEL = "m1"
-LOGGERS = ("ollm_http", "ollm_ollama", "ollm_openai", "ollm_gemini", "httpx", "ollm")
+LOGGERS = (
+    "ollm_http",
+    "ollm_ollama",
+    "ollm_openai",
+    "ollm_gemini",
+    "ollm_anthropic",
+    "httpx",
+    "ollm",
+)
+PROVIDERS = ("ollama", "openai", "gemini", "anthropic")
 
 
 def with_userinfo(url: str, secret: str) -> str:
@@ -52,6 +62,10 @@ def build(name: str, url: str, secret: str) -> HTTPProvider:
         return OpenAIProvider(
             address + "/v1", api_key=secret, headers={"api-key": secret}, environ={}, **common
         )
+    if name == "anthropic":
+        return AnthropicProvider(
+            secret, base_url=address, headers={"X-Tenant": secret}, environ={}, **common
+        )
     return GeminiProvider(
         secret, base_url=address, headers={"X-Tenant": secret}, environ={}, **common
     )
@@ -62,6 +76,7 @@ def chat_path(name: str) -> bytes:
         "ollama": b"/api/chat",
         "openai": b"/v1/chat/completions",
         "gemini": b":streamGenerateContent",
+        "anthropic": b"/v1/messages",
     }[name].lstrip(b"/")
 
 
@@ -173,7 +188,7 @@ SCENARIOS: list[Callable[[str, str, list[str]], Awaitable[None]]] = [
 @settings(max_examples=60)
 @given(
     secrets(),
-    st.sampled_from(["ollama", "openai", "gemini"]),
+    st.sampled_from(PROVIDERS),
     st.sampled_from(SCENARIOS),
     st.sampled_from(["asyncio", "trio"]),
 )
@@ -189,7 +204,7 @@ def test_a_secret_never_shows_whatever_fails(
 
 def test_every_scenario_runs_for_every_provider() -> None:
     # The property samples; this runs each pair once, so none is left out.
-    for name in ("ollama", "openai", "gemini"):
+    for name in PROVIDERS:
         for scenario in SCENARIOS:
             shown: list[str] = []
             with logged(*LOGGERS) as lines:
@@ -201,7 +216,7 @@ _DOUBLE_STOP = re.compile(r"(?<!\.)\.\.(?!\.)|[!?]\.")
 _CAPITAL_INSIDE = re.compile(r"\b(?:to|at|of|from|for|with|by) The\b")
 
 
-@pytest.mark.parametrize("name", ["ollama", "openai", "gemini"])
+@pytest.mark.parametrize("name", PROVIDERS)
 def test_every_failure_reads_as_a_person_would_write_it(name: str) -> None:
     # A server's words end with their own "!" or "."; ollm's sentences go on after them.
     said: list[str] = []
@@ -221,6 +236,9 @@ async def sorry(name: str, secret: str, shown: list[str]) -> None:
     error = {"error": {"message": "Sorry about that!", "code": 500}}
     if name == "ollama":
         body = json.dumps({"error": "Sorry about that!"}).encode() + b"\n"
+    elif name == "anthropic":
+        event = {"type": "error", "error": {"type": "api_error", "message": "Sorry about that!"}}
+        body = b"event: error\ndata: " + json.dumps(event).encode() + b"\n\n"
     else:
         body = b"data: " + json.dumps(error).encode() + b"\n\n"
     await scripted(

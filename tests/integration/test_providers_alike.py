@@ -1,10 +1,10 @@
-"""The three HTTP providers behave alike where the skeleton (ollm_http.HTTPProvider) decides.
+"""The HTTP providers behave alike where the skeleton (ollm_http.HTTPProvider) decides.
 
-Ollama, OpenAI-compatible servers and Gemini differ in their wire; rate limits, transient
-failures, settings, ids and the embed() input check are one behaviour, tested here once
-for all three through the public API, each provider on an injected ``httpx`` transport
-that answers in its own wire format (``httpx.MockTransport``, which reads bodies before
-ollm does: an error reply's words must still arrive).
+Ollama, OpenAI-compatible servers, Gemini and Anthropic's Messages API differ in their
+wire; rate limits, transient failures, settings, ids and the embed() input check are one
+behaviour, tested here once for all of them through the public API, each provider on an
+injected ``httpx`` transport that answers in its own wire format (``httpx.MockTransport``,
+which reads bodies before ollm does: an error reply's words must still arrive).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 import ollm
+from ollm_anthropic import AnthropicProvider
 from ollm_gemini import GeminiProvider
 from ollm_http import NO_RETRY, HTTPProvider, RetryPolicy
 from ollm_ollama import OllamaProvider
@@ -25,7 +26,7 @@ from ollm_openai import OpenAIProvider
 
 pytestmark = pytest.mark.anyio
 
-PROVIDERS = ("ollama", "openai", "gemini")
+PROVIDERS = ("ollama", "openai", "gemini", "anthropic")
 MODEL = "m1"
 # A policy that tries three times and does not wait (the waits are tests/http's).
 QUICK = RetryPolicy(attempts=3, backoff=0)
@@ -39,6 +40,7 @@ def chat_path(name: str) -> str:
         "ollama": "/api/chat",
         "openai": "/v1/chat/completions",
         "gemini": f"/v1beta/models/{MODEL}:streamGenerateContent",
+        "anthropic": "/v1/messages",
     }[name]
 
 
@@ -51,9 +53,27 @@ def build(name: str, handler: Handler, **settings: Any) -> HTTPProvider:
         return OpenAIProvider(
             "http://127.0.0.1:9/v1", model=MODEL, transport=transport, environ={}, **settings
         )
+    if name == "anthropic":
+        return AnthropicProvider(
+            "key", base_url="http://127.0.0.1:9", transport=transport, environ={}, **settings
+        )
     return GeminiProvider(
         "key", base_url="http://127.0.0.1:9", transport=transport, environ={}, **settings
     )
+
+
+def messages_sse(*blocks: tuple[dict[str, Any], list[dict[str, Any]]], stop: str) -> str:
+    """A Messages API stream: each block's start and deltas, then the stop reason."""
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"usage": {"input_tokens": 1, "output_tokens": 1}}}
+    ]
+    for index, (start, deltas) in enumerate(blocks):
+        events.append({"type": "content_block_start", "index": index, "content_block": start})
+        events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
+        events.append({"type": "content_block_stop", "index": index})
+    events.append({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {}})
+    events.append({"type": "message_stop"})
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
 
 
 def reply_text(name: str, text: str) -> httpx.Response:
@@ -71,6 +91,10 @@ def reply_text(name: str, text: str) -> httpx.Response:
             {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
         ]
         body = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+        return httpx.Response(200, text=body, headers={"Content-Type": "text/event-stream"})
+    if name == "anthropic":
+        delta = {"type": "text_delta", "text": text}
+        body = messages_sse(({"type": "text", "text": ""}, [delta]), stop="end_turn")
         return httpx.Response(200, text=body, headers={"Content-Type": "text/event-stream"})
     event = {
         "candidates": [
@@ -99,6 +123,10 @@ def reply_call(name: str) -> httpx.Response:
         ]
         body = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
         return httpx.Response(200, text=body)
+    if name == "anthropic":
+        start = {"type": "tool_use", "name": "f", "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": '{"n": 1}'}
+        return httpx.Response(200, text=messages_sse((start, [delta]), stop="tool_use"))
     part = {"functionCall": {"name": "f", "args": {"n": 1}}}
     event = {
         "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP"}]
@@ -112,6 +140,8 @@ def refusal(name: str, status: int, message: str, **headers: str) -> httpx.Respo
         body: Any = {"error": {"code": status, "message": message, "status": "UNAVAILABLE"}}
     elif name == "openai":
         body = {"error": {"message": message, "type": "server_error"}}
+    elif name == "anthropic":
+        body = {"type": "error", "error": {"type": "api_error", "message": message}}
     else:
         body = {"error": message}
     return httpx.Response(status, json=body, headers=headers)
@@ -258,6 +288,8 @@ def test_the_http_stack_is_read_in_any_case(name: str, stack: str) -> None:
 
 async def test_embed_of_one_string_is_refused_in_the_same_words(name: str) -> None:
     provider = build(name, Server(name))
+    if not hasattr(provider, "embed"):
+        pytest.skip(f"{name} has no embeddings")
     with pytest.raises(ollm.InvalidRequestError) as caught:
         await provider.embed(MODEL, "one string")  # type: ignore[attr-defined]
     assert "takes a list of texts, not one string" in caught.value.message
@@ -268,7 +300,9 @@ async def test_embed_of_one_string_is_refused_in_the_same_words(name: str) -> No
 
 def test_each_provider_is_built_from_a_table_of_settings_by_its_plugin(name: str) -> None:
     registries = ollm.discover(plugins=[_plugin(name)], entry_points=[])
-    url = {"ollama": "host", "openai": "base_url", "gemini": "base_url"}[name]
+    url = {"ollama": "host", "openai": "base_url", "gemini": "base_url", "anthropic": "base_url"}[
+        name
+    ]
     built = registries.providers.build(name, {url: "http://10.0.0.7:8000", "timeout": 42})
     assert isinstance(built, HTTPProvider)
     assert built.url.startswith("http://10.0.0.7:8000")

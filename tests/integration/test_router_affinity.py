@@ -1,6 +1,6 @@
 """What a router in front of many servers needs from each provider (Ollama, OpenAI-compatible,
-Gemini), against their fake servers on loopback: a stable per-conversation affinity key in
-a header the user names (none by default), OpenAI's ``user`` field when asked, and a
+Gemini, Anthropic), against their fake servers on loopback: a stable per-conversation
+affinity key in a header the user names (none by default), OpenAI's ``user`` field when asked, and a
 prompt whose beginning (system prompt, tools, history) is the same bytes from one request
 of a conversation to the next, so that a prefix cache holds it."""
 
@@ -14,11 +14,14 @@ from typing import Any
 import pytest
 
 import ollm
+from ollm_anthropic import AnthropicProvider
 from ollm_gemini import GeminiProvider
 from ollm_http import HTTPProvider
 from ollm_ollama import OllamaProvider
 from ollm_openai import OpenAIProvider
 from ollm_testutils import (
+    AnthropicReply,
+    FakeAnthropicServer,
     FakeGeminiServer,
     FakeOllamaServer,
     FakeOpenAIServer,
@@ -29,8 +32,10 @@ from ollm_testutils import (
 
 pytestmark = pytest.mark.anyio
 
-PROVIDERS = ("ollama", "openai", "gemini")
-Server = FakeOllamaServer | FakeOpenAIServer | FakeGeminiServer
+PROVIDERS = ("ollama", "openai", "gemini", "anthropic")
+Server = FakeOllamaServer | FakeOpenAIServer | FakeGeminiServer | FakeAnthropicServer
+# The models the chats name, by provider.
+MODELS = {"gemini": "gemini-2.5-flash", "anthropic": "claude-sonnet-4-6"}
 
 
 def add(a: int, b: int) -> int:
@@ -50,6 +55,8 @@ def server(kind: str) -> Iterator[Server]:
         started = FakeOllamaServer(models=["llama3.2"])
     elif kind == "openai":
         started = FakeOpenAIServer(models=["llama3.2"])
+    elif kind == "anthropic":
+        started = FakeAnthropicServer()
     else:
         started = FakeGeminiServer()
     with started:
@@ -65,6 +72,11 @@ def provider(kind: str, server: Server, **settings: Any) -> HTTPProvider:
         return OpenAIProvider(
             server.base_url, model="llama3.2", environ=settings.pop("environ", {}), **settings
         )
+    if kind == "anthropic":
+        assert isinstance(server, FakeAnthropicServer)
+        return AnthropicProvider(
+            "test-key", base_url=server.url, environ=settings.pop("environ", {}), **settings
+        )
     assert isinstance(server, FakeGeminiServer)
     return GeminiProvider(
         "test-key", base_url=server.url, environ=settings.pop("environ", {}), **settings
@@ -74,6 +86,8 @@ def provider(kind: str, server: Server, **settings: Any) -> HTTPProvider:
 def chat_requests(kind: str, server: Server) -> list[Any]:
     if isinstance(server, FakeGeminiServer):
         return server.generate_requests
+    if isinstance(server, FakeAnthropicServer):
+        return server.message_requests
     return server.chat_requests
 
 
@@ -93,6 +107,13 @@ def script_tool_rounds(kind: str, server: Server) -> None:
             OpenAIReply("It is 7."),
             OpenAIReply("Bye."),
         )
+    elif isinstance(server, FakeAnthropicServer):
+        server.script(
+            AnthropicReply(thinking="First 1 + 2.", tool_uses=[("add", {"b": 2, "a": 1})]),
+            AnthropicReply(thinking="Then 3 + 4.", tool_uses=[("add", {"a": 3, "b": 4})]),
+            AnthropicReply("It is 7."),
+            AnthropicReply("Bye."),
+        )
     else:
         server.script(
             GeminiReply(thoughts=["First 1 + 2."], calls=[("add", {"b": 2, "a": 1})]),
@@ -108,11 +129,11 @@ async def run_two_chats(kind: str, server: Server, **settings: Any) -> ollm.Chat
         client = ollm.ChatClient(
             ollm.Registries(),
             provider=chat_provider,
-            model="llama3.2" if kind != "gemini" else "gemini-2.5-flash",
+            model=MODELS.get(kind, "llama3.2"),
             system="You add numbers.",
             tools=[add],
             tool_strategy="native",
-            think=True if kind == "gemini" else None,
+            think=True if kind in MODELS else None,
         )
         first = await client.run("What is 1 + 2 + 4?")
         assert first.text == "It is 7.", first
@@ -127,6 +148,7 @@ _PROMPT_PARTS = {
     "ollama": ("messages", "tools"),
     "openai": ("messages", "tools"),
     "gemini": ("contents", "systemInstruction", "tools"),
+    "anthropic": ("messages", "system", "tools"),
 }
 
 
@@ -181,7 +203,12 @@ async def test_the_conversation_id_goes_in_the_header_the_user_names(
 
 
 async def test_the_affinity_header_can_come_from_the_environment(kind: str, server: Server) -> None:
-    variable = {"ollama": "OLLM_OLLAMA", "openai": "OLLM_OPENAI", "gemini": "OLLM_GEMINI"}[kind]
+    variable = {
+        "ollama": "OLLM_OLLAMA",
+        "openai": "OLLM_OPENAI",
+        "gemini": "OLLM_GEMINI",
+        "anthropic": "OLLM_ANTHROPIC",
+    }[kind]
     script_tool_rounds(kind, server)
     client = await run_two_chats(
         kind, server, environ={f"{variable}_AFFINITY_HEADER": "x-conversation"}
@@ -195,6 +222,7 @@ def test_a_header_name_that_no_header_can_have_is_refused_in_words(kind: str) ->
         "ollama": lambda: OllamaProvider("http://127.0.0.1:9", environ={}, **bad),
         "openai": lambda: OpenAIProvider("http://127.0.0.1:9/v1", environ={}, **bad),
         "gemini": lambda: GeminiProvider("key", environ={}, **bad),
+        "anthropic": lambda: AnthropicProvider("key", environ={}, **bad),
     }[kind]
     bad = {"affinity_header": "x session"}
     with pytest.raises(ollm.InvalidRequestError) as raised:

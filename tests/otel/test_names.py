@@ -64,6 +64,7 @@ async def test_every_name_written_is_in_the_conventions(telemetry: Telemetry) ->
     first, second = sorted(telemetry.named("chat"), key=lambda s: s.start_time or 0)
     assert first.attributes["gen_ai.usage.reasoning.output_tokens"] == 2
     assert second.attributes["gen_ai.usage.cache_read.input_tokens"] == 8
+    assert second.attributes["gen_ai.usage.cache_creation.input_tokens"] == 4
     metrics = telemetry.metrics()
     assert set(metrics) <= METRICS
     assert {"gen_ai.client.operation.duration", "gen_ai.client.token.usage"} <= set(metrics)
@@ -74,7 +75,10 @@ async def test_every_name_written_is_in_the_conventions(telemetry: Telemetry) ->
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("provider", "named"), [("gemini", "gcp.gemini"), ("openai", "openai")])
+@pytest.mark.parametrize(
+    ("provider", "named"),
+    [("gemini", "gcp.gemini"), ("openai", "openai"), ("anthropic", "anthropic")],
+)
 async def test_providers_are_named_as_the_conventions_name_them(
     telemetry: Telemetry, provider: str, named: str
 ) -> None:

@@ -17,7 +17,7 @@ def ollm_env(**extra: str) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("OLLM_", "OLLAMA_", "OPENAI_", "GEMINI_", "GOOGLE_"))
+        if not k.startswith(("OLLM_", "OLLAMA_", "OPENAI_", "GEMINI_", "GOOGLE_", "ANTHROPIC_"))
     }
     env.update({"NO_COLOR": "1", "PYTHONUNBUFFERED": "1", "OLLM_LOGS_PATH": TEST_LOGS})
     env.update(extra)

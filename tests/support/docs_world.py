@@ -4,7 +4,8 @@ document.
 Every server a document talks to is a fake of ollm-testutils on 127.0.0.1: Ollama
 (``OLLAMA_HOST``), OpenAI-compatible (``OPENAI_BASE_URL``, and the addresses the
 documents give for vLLM, SGLang, LM Studio and a LiteLLM proxy), Gemini
-(``OLLM_GEMINI_BASE_URL``, key ``test-key``); the models the documents name exist there.
+(``OLLM_GEMINI_BASE_URL``, key ``test-key``), Anthropic's Messages API
+(``ANTHROPIC_BASE_URL``, key ``test-key``); the models the documents name exist there.
 ``uvx mcp-server-git`` starts a stand-in MCP server (mcp_git.py). Each document gets a
 folder of its own (its working directory and ``HOME``, its conversation log, the modules
 its path-comment blocks define, its ollm-openai profiles, a ``servers.json`` and a
@@ -19,7 +20,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ollm_testutils import FakeGeminiServer, FakeOllamaServer, FakeOpenAIServer
+from ollm_testutils import (
+    FakeAnthropicServer,
+    FakeGeminiServer,
+    FakeOllamaServer,
+    FakeOpenAIServer,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = ROOT / "tests" / "docs"
@@ -63,6 +69,8 @@ SERVER_VARIABLES = frozenset(
         "OLLM_GEMINI_BASE_URL",
         "GEMINI_API_KEY",
         "GOOGLE_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_API_KEY",
     )
 )
 SERVERS_JSON = '{"mcpServers": {"git": {"command": "uvx", "args": ["mcp-server-git"]}}}\n'
@@ -81,6 +89,7 @@ class Servers:
     ollama: FakeOllamaServer
     openai: FakeOpenAIServer
     gemini: FakeGeminiServer
+    anthropic: FakeAnthropicServer
 
     @property
     def replacements(self) -> dict[str, str]:
@@ -104,7 +113,7 @@ def environment(root: Path, servers: Servers) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("OLLM_", "OLLAMA_", "OPENAI_", "GEMINI_", "GOOGLE_"))
+        if not key.startswith(("OLLM_", "OLLAMA_", "OPENAI_", "GEMINI_", "GOOGLE_", "ANTHROPIC_"))
     }
     env.update(
         {
@@ -125,6 +134,9 @@ def environment(root: Path, servers: Servers) -> dict[str, str]:
             "LITELLM_MASTER_KEY": "sk-test",
             "OLLM_GEMINI_BASE_URL": servers.gemini.url,
             "GEMINI_API_KEY": "test-key",
+            "ANTHROPIC_BASE_URL": servers.anthropic.url,
+            "ANTHROPIC_API_KEY": "test-key",
+            "OLLM_ANTHROPIC_PROFILES": str(root / "anthropic.toml"),
         }
     )
     return env
@@ -145,6 +157,10 @@ def prepare(root: Path, document: Path, servers: Servers) -> None:
             module = root / "src" / block.module_path
             module.parent.mkdir(parents=True, exist_ok=True)
             module.write_text(codeblocks.source([block], servers.replacements))
+        elif block.language == "toml" and "ollm-anthropic" in block.where:
+            (root / "anthropic.toml").write_text(
+                codeblocks.source([block], servers.replacements), encoding="utf-8"
+            )
         elif block.language == "toml" and codeblocks.profiles(block.text):
             profiles.append(codeblocks.source([block], servers.replacements))
         elif block.language == "toml" and codeblocks.pools(block.text):

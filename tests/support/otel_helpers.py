@@ -72,7 +72,10 @@ def provider(name: str = "scripted") -> ScriptedProvider:
             tool_calls=[("lookup", {"city": "Paris"})],
             usage=ollm.Usage(12, 3, 15, reasoning_tokens=2),
         ),
-        Reply(f"Sunny. Your key: {KEY}", usage=ollm.Usage(30, 5, 35, cached_tokens=8)),
+        Reply(
+            f"Sunny. Your key: {KEY}",
+            usage=ollm.Usage(30, 5, 35, cached_tokens=8, cache_creation_tokens=4),
+        ),
         name=name,
     )
 

@@ -49,6 +49,8 @@ def usage(usage: Usage) -> dict[str, int]:
     }
     if usage.cached_tokens is not None:
         found[n.USAGE_CACHE_READ_INPUT_TOKENS] = usage.cached_tokens
+    if usage.cache_creation_tokens is not None:
+        found[n.USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_tokens
     if usage.reasoning_tokens is not None:
         found[n.USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
     return found

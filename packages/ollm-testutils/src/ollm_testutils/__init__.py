@@ -1,5 +1,5 @@
-"""Test ollm applications and plugins: mock providers, fake Ollama, OpenAI-compatible and
-Gemini servers, pytest fixtures.
+"""Test ollm applications and plugins: mock providers, fake Ollama, OpenAI-compatible,
+Gemini and Anthropic servers, pytest fixtures.
 
 Names load on first use, so ``import ollm_testutils`` stays cheap: the fake server and
 its HTTP machinery are imported only when a test asks for them.
@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from ollm_testutils.capabilities import MockEmbeddings, MockModels
     from ollm_testutils.echo import EchoProvider
     from ollm_testutils.events import EventCollector
+    from ollm_testutils.fake_anthropic import (
+        AnthropicReply,
+        AnthropicThinking,
+        AnthropicToolUse,
+        FakeAnthropicServer,
+    )
     from ollm_testutils.fake_gemini import FakeGeminiServer, GeminiCall, GeminiReply
     from ollm_testutils.fake_ollama import (
         AUTO,
@@ -30,8 +36,12 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "AUTO": "ollm_testutils.fake_ollama",
+    "AnthropicReply": "ollm_testutils.fake_anthropic",
+    "AnthropicThinking": "ollm_testutils.fake_anthropic",
+    "AnthropicToolUse": "ollm_testutils.fake_anthropic",
     "EchoProvider": "ollm_testutils.echo",
     "EventCollector": "ollm_testutils.events",
+    "FakeAnthropicServer": "ollm_testutils.fake_anthropic",
     "FakeGeminiServer": "ollm_testutils.fake_gemini",
     "FakeOllamaServer": "ollm_testutils.fake_ollama",
     "FakeOpenAIServer": "ollm_testutils.fake_openai",
@@ -53,8 +63,12 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "AUTO",
+    "AnthropicReply",
+    "AnthropicThinking",
+    "AnthropicToolUse",
     "EchoProvider",
     "EventCollector",
+    "FakeAnthropicServer",
     "FakeGeminiServer",
     "FakeOllamaServer",
     "FakeOpenAIServer",

@@ -10,6 +10,7 @@ Fixtures:
 - ``fake_ollama``: a running ``FakeOllamaServer`` for the test;
   ``fake_ollama_session``: one shared by the whole session (call ``reset()``);
 - ``fake_gemini``: a running ``FakeGeminiServer`` (the Gemini API) for the test;
+- ``fake_anthropic``: a running ``FakeAnthropicServer`` (the Messages API) for the test;
 - ``fake_openai``: a running ``FakeOpenAIServer`` (OpenAI-compatible) for the test;
 - ``ollm_events``: an ``EventCollector``.
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from ollm import ChatClient, Registries
     from ollm_testutils.echo import EchoProvider
     from ollm_testutils.events import EventCollector
+    from ollm_testutils.fake_anthropic import FakeAnthropicServer
     from ollm_testutils.fake_gemini import FakeGeminiServer
     from ollm_testutils.fake_ollama import FakeOllamaServer
     from ollm_testutils.fake_openai import FakeOpenAIServer
@@ -191,6 +193,15 @@ def fake_gemini() -> Iterator[FakeGeminiServer]:
     from ollm_testutils.fake_gemini import FakeGeminiServer
 
     with FakeGeminiServer() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_anthropic() -> Iterator[FakeAnthropicServer]:
+    """A ``FakeAnthropicServer`` running for this test (key ``test-key``, ``.url``)."""
+    from ollm_testutils.fake_anthropic import FakeAnthropicServer
+
+    with FakeAnthropicServer() as server:
         yield server
 
 

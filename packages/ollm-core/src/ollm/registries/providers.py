@@ -19,6 +19,7 @@ FIRST_PARTY_PROVIDERS = {
     "ollama": "ollm-ollama",
     "openai": "ollm-openai",
     "gemini": "ollm-gemini",
+    "anthropic": "ollm-anthropic",
     "pool": "ollm-pool",
     "echo": "ollm-testutils",
 }

@@ -57,7 +57,9 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
 
     ``completion_tokens`` counts every token the model wrote, its reasoning included;
     ``reasoning_tokens`` says how many of them were reasoning, and ``cached_tokens``
-    how many prompt tokens came from the provider's cache, when it reports them.
+    how many prompt tokens came from the provider's cache, when it reports them;
+    ``cache_creation_tokens`` how many were written to it (Anthropic's prompt cache,
+    whose writes cost more than other prompt tokens).
     ``attempts`` is how many requests a provider that tries several servers (a pool)
     sent for the reply, the one that answered included; ``None`` from a provider that
     sends one. ``estimated`` is true when the server reported no usage and the counts
@@ -74,6 +76,7 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
     eval_duration_ns: int | None = None
     reasoning_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_creation_tokens: int | None = None
     attempts: int | None = None
     estimated: bool = False
 
@@ -90,6 +93,7 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
             eval_duration_ns=_add(self.eval_duration_ns, other.eval_duration_ns),
             reasoning_tokens=_add(self.reasoning_tokens, other.reasoning_tokens),
             cached_tokens=_add(self.cached_tokens, other.cached_tokens),
+            cache_creation_tokens=_add(self.cache_creation_tokens, other.cache_creation_tokens),
             attempts=_add(self.attempts, other.attempts),
             estimated=self.estimated or other.estimated,
         )

@@ -385,24 +385,16 @@ class FakeGeminiServer(ScriptedServer[GeminiReply]):
         if reply.midstream_error is not None:
             error = f"data: {json.dumps(reply.midstream_error)}{end}{end}".encode()
             frames = [*frames[:text_events], error]
-        if not response.start_chunked(200, _SSE):
-            return False
-        per_write = max(1, self.events_per_write)
-        for n in range(0, len(frames), per_write):
-            if reply.end == "cut" and n >= text_events:
-                response.abort()
-                return False
-            if not response.write(b"".join(frames[n : n + per_write])):
-                return False
-            if reply.hang and n + per_write >= text_events:
-                connection.wait(None)
-                return False
-            if reply.chunk_delay and not connection.wait(reply.chunk_delay):
-                return False
-        if reply.end == "cut":
-            response.abort()
-            return False
-        return response.end()
+        return self._play(
+            response,
+            connection,
+            frames,
+            text_events,
+            end=reply.end,
+            hang=reply.hang,
+            chunk_delay=reply.chunk_delay,
+            content_type=_SSE,
+        )
 
 
 def _call_part(call: GeminiCall, first: bool) -> dict[str, Any]:

@@ -380,24 +380,16 @@ class FakeOpenAIServer(ScriptedServer[OpenAIReply]):
         connection: Connection,
     ) -> bool:
         events, text_events = Frames(self.flavor).stream(body, reply, f"chatcmpl-{next(self._ids)}")
-        if not response.start_chunked(200, _SSE):
-            return False
-        per_write = max(1, self.events_per_write)
-        for n in range(0, len(events), per_write):
-            if reply.end == "cut" and n >= text_events:
-                response.abort()
-                return False
-            if not response.write(b"".join(events[n : n + per_write])):
-                return False
-            if reply.hang and n + per_write >= min(text_events, len(events)):
-                connection.wait(None)
-                return False
-            if reply.chunk_delay and not connection.wait(reply.chunk_delay):
-                return False
-        if reply.end == "cut":
-            response.abort()
-            return False
-        return response.end()
+        return self._play(
+            response,
+            connection,
+            events,
+            text_events,
+            end=reply.end,
+            hang=reply.hang,
+            chunk_delay=reply.chunk_delay,
+            content_type=_SSE,
+        )
 
 
 def _as_reply(reply: OpenAIReply | str) -> OpenAIReply:

@@ -101,6 +101,41 @@ class ScriptedServer(FakeServer, Generic[R]):
 
     # -- serving -----------------------------------------------------------------------
 
+    def _play(
+        self,
+        response: Response,
+        connection: Connection,
+        frames: list[bytes],
+        before: int,
+        *,
+        end: str,
+        hang: bool,
+        chunk_delay: float,
+        content_type: str,
+    ) -> bool:
+        """Write ``frames`` as a chunked body, ``events_per_write`` frames a chunk (true when
+        it completed): ``end="cut"`` closes the connection at frame ``before`` (the first
+        after the text), ``hang`` waits there until the client leaves, ``chunk_delay``
+        waits between chunks."""
+        if not response.start_chunked(200, content_type):
+            return False
+        per_write = max(1, getattr(self, "events_per_write", 1))
+        for n in range(0, len(frames), per_write):
+            if end == "cut" and n >= before:
+                response.abort()
+                return False
+            if not response.write(b"".join(frames[n : n + per_write])):
+                return False
+            if hang and n + per_write >= min(before, len(frames)):
+                connection.wait(None)
+                return False
+            if chunk_delay and not connection.wait(chunk_delay):
+                return False
+        if end == "cut":
+            response.abort()
+            return False
+        return response.end()
+
     def _handle(self, request: HttpRequest, response: Response, connection: Connection) -> None:
         # Recorded before the reply, so a client that has its answer finds it recorded;
         # marked incomplete afterwards if the client left (or was left) in the middle.
