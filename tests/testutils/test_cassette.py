@@ -3,11 +3,13 @@ upstream stopped, through the production provider code over real HTTP."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import msgspec
 import pytest
 
@@ -22,8 +24,10 @@ from ollm_testutils import (
     GeminiReply,
     OllamaReply,
     OpenAIReply,
+    Reply,
+    ScriptedProvider,
 )
-from ollm_testutils.cassette import Cassette
+from ollm_testutils.cassette import Cassette, CassetteMiss, Wire, get_wire, register_wire
 from ollm_testutils.httpserver import FakeServer
 
 pytestmark = pytest.mark.anyio
@@ -128,3 +132,203 @@ async def test_a_tool_round_replays_with_the_upstream_stopped(tmp_path: Path, wi
         replayed = await chat(replay, wire, upstream, "Weather in Paris?")
     replay.check()
     assert stable(replayed) == stable(recorded)
+
+
+async def one_chat(provider: ollm.ProviderAdapter, model: str, prompt: str) -> list[Any]:
+    request = ollm.ProviderRequest(model=model, messages=(ollm.Message.user(prompt),))
+    return [event async for event in provider.chat_stream(request)]
+
+
+async def test_a_changed_prompt_is_a_miss_with_the_diff_and_the_command(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    with FakeOllamaServer() as upstream, Cassette(path, mode="all") as cassette:
+        upstream.script(OllamaReply("Blue, because of Rayleigh scattering."))
+        await one_chat(
+            OllamaProvider(host=cassette.url(upstream.url, wire="ollama")),
+            "llama3.2",
+            "Why is the sky blue?",
+        )
+    rerecord = "pytest --ollm-record=new_episodes tests/test_sky.py::test_sky"
+    with Cassette(path, mode="none", rerecord=rerecord) as replay:
+        provider = OllamaProvider(host=replay.url(NOWHERE, wire="ollama"))
+        events = await one_chat(provider, "llama3.2", "Why is the sea blue?")
+    # The provider saw a failure at once (no retry), never the other recording's answer.
+    (error,) = [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    assert "no recording" in error.message
+    with pytest.raises(CassetteMiss) as raised:
+        replay.check()
+    report = str(raised.value)
+    assert '-        "content": "Why is the sky blue?",' in report
+    assert '+        "content": "Why is the sea blue?",' in report
+    assert report.count("no recording of this request") == 1
+    assert report.endswith(rerecord)
+    assert "ollama POST /api/chat" in report
+
+
+async def test_no_file_is_a_miss_that_says_so(tmp_path: Path) -> None:
+    with Cassette(tmp_path / "none.json") as replay:
+        await one_chat(OllamaProvider(host=replay.url(NOWHERE, wire="ollama")), "llama3.2", "hi")
+    assert "(no such file yet)" in replay.report()
+    assert "no recording of this kind" in replay.report()
+    assert not (tmp_path / "none.json").exists()
+
+
+async def test_new_episodes_keeps_the_recorded_and_adds_the_new(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    with FakeOllamaServer() as upstream:
+        upstream.reply_with(lambda body: OllamaReply(f"Re: {body['messages'][-1]['content']}"))
+        with Cassette(path, mode="all") as first:
+            await one_chat(
+                OllamaProvider(host=first.url(upstream.url, wire="ollama")), "llama3.2", "one"
+            )
+        with Cassette(path, mode="new_episodes") as second:
+            provider = OllamaProvider(host=second.url(upstream.url, wire="ollama"))
+            await one_chat(provider, "llama3.2", "one")
+            await one_chat(provider, "llama3.2", "two")
+        # "one" was replayed, not asked again.
+        assert [r.json["messages"][-1]["content"] for r in upstream.chat_requests] == ["one", "two"]
+        assert len(chat_episodes(path)) == 2
+        with Cassette(path, mode="all") as third:
+            await one_chat(
+                OllamaProvider(host=third.url(upstream.url, wire="ollama")), "llama3.2", "three"
+            )
+    assert [e["request"]["body"]["messages"][-1]["content"] for e in chat_episodes(path)] == [
+        "three"
+    ]
+
+
+async def test_a_repeated_request_replays_its_recordings_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    with FakeOllamaServer() as upstream, Cassette(path, mode="all") as cassette:
+        upstream.script(OllamaReply("first"), OllamaReply("second"))
+        provider = OllamaProvider(host=cassette.url(upstream.url, wire="ollama"))
+        for _ in range(2):
+            await one_chat(provider, "llama3.2", "again")
+    with Cassette(path) as replay:
+        provider = OllamaProvider(host=replay.url(NOWHERE, wire="ollama"))
+        texts = [
+            "".join(
+                e.text
+                for e in await one_chat(provider, "llama3.2", "again")
+                if isinstance(e, ollm.TextEvent)
+            )
+            for _ in range(3)
+        ]
+    # Then the last one again, rather than a miss.
+    assert texts == ["first", "second", "second"]
+
+
+async def raw_chunks(url: str, body: dict[str, Any]) -> list[bytes]:
+    """The body's HTTP chunks as a client reads them (one ``iter_raw`` piece a chunk)."""
+    async with (
+        httpx.AsyncClient(timeout=10) as client,
+        client.stream("POST", url, json=body) as response,
+    ):
+        return [piece async for piece in response.aiter_raw()]
+
+
+async def test_a_character_cut_between_frames_replays_cut(tmp_path: Path) -> None:
+    path = tmp_path / "cut.json"
+    with FakeOllamaServer() as upstream, Cassette(path, mode="all") as cassette:
+        # Three bytes an HTTP chunk: each sun (three bytes in UTF-8) is cut somewhere.
+        upstream.script(OllamaReply(["It is ☀☀ sunny"], write_size=3))
+        provider = OllamaProvider(host=cassette.url(upstream.url, wire="ollama"))
+        recorded = await one_chat(provider, "llama3.2", "Sun?")
+    (episode,) = chat_episodes(path)
+    frames = [
+        base64.b64decode(f["base64"]) if isinstance(f, dict) else f.encode()
+        for f in episode["reply"]["frames"]
+    ]
+    assert any(isinstance(f, dict) for f in episode["reply"]["frames"])  # half a character
+    assert all(len(frame) <= 3 for frame in frames)
+    with Cassette(path) as replay:
+        url = replay.url(NOWHERE, wire="ollama")
+        # The same request as the provider's: the chunks a client reads are the frames.
+        chunks = await raw_chunks(f"{url}/api/chat", episode["request"]["body"])
+        replayed = await one_chat(OllamaProvider(host=url), "llama3.2", "Sun?")
+    replay.check()
+    assert chunks == frames
+    assert stable(replayed) == stable(recorded)
+    assert "".join(e.text for e in replayed if isinstance(e, ollm.TextEvent)) == "It is ☀☀ sunny"
+
+
+async def test_tool_call_deltas_replay_as_they_were_split(tmp_path: Path) -> None:
+    path = tmp_path / "deltas.json"
+    with FakeOpenAIServer(models=["gpt-test"]) as upstream, Cassette(path, mode="all") as cassette:
+        upstream.script(
+            OpenAIReply(tool_calls=[("get_weather", {"city": "Paris"})], tool_call_framing="split")
+        )
+        provider = OpenAIProvider(cassette.url(upstream.base_url, wire="openai"), api_key="k")
+        request = ollm.ProviderRequest(
+            model="gpt-test", messages=(ollm.Message.user("Weather?"),), tool_call_deltas=True
+        )
+        recorded = [e async for e in provider.chat_stream(request)]
+    with Cassette(path) as replay:
+        provider = OpenAIProvider(replay.url(f"{NOWHERE}/v1", wire="openai"), api_key="k")
+        replayed = [e async for e in provider.chat_stream(request)]
+    replay.check()
+    deltas = [e for e in replayed if isinstance(e, ollm.ToolCallDeltaEvent)]
+    assert len(deltas) > 1  # the arguments came in pieces, as recorded
+    assert stable(replayed) == stable(recorded)
+
+
+async def test_embeddings_and_model_listing_replay(tmp_path: Path) -> None:
+    path = tmp_path / "models.json"
+    with FakeOllamaServer() as upstream, Cassette(path, mode="all") as cassette:
+        provider = OllamaProvider(host=cassette.url(upstream.url, wire="ollama"))
+        models = await provider.list_models()
+        vectors = (await provider.embed("llama3.2", ["a cat", "a dog"])).vectors
+    with Cassette(path) as replay:
+        provider = OllamaProvider(host=replay.url(NOWHERE, wire="ollama"))
+        assert await provider.list_models() == models
+        assert (await provider.embed("llama3.2", ["a cat", "a dog"])).vectors == vectors
+        with pytest.raises(ollm.OllmError, match="no recording of this request"):
+            await provider.embed("llama3.2", ["a bird"])
+    assert '+      "a bird"' in replay.report()
+
+
+async def test_an_in_process_provider_replays_its_events(tmp_path: Path) -> None:
+    path = tmp_path / "local.json"
+    built: list[ScriptedProvider] = []
+
+    def factory() -> ScriptedProvider:
+        provider = ScriptedProvider(name="local")
+        provider.add(Reply(["Hel", "lo"], thinking="hm"))
+        built.append(provider)
+        return provider
+
+    with Cassette(path, mode="all") as cassette:
+        recorded = await one_chat(cassette.provider(factory, name="local"), "m", "hi")
+    with Cassette(path) as replay:
+        replayed = await one_chat(replay.provider(factory, name="local"), "m", "hi")
+        missed = await one_chat(replay.provider(factory, name="local"), "m", "bye")
+    assert len(built) == 1  # replaying never built the real provider
+    assert replayed == recorded
+    assert [e.text for e in replayed if isinstance(e, ollm.TextEvent)] == ["Hel", "lo"]
+    assert [type(e).__name__ for e in missed] == ["ErrorEvent", "FinishEvent"]
+    changed = [line for line in replay.report().splitlines() if line.startswith(("+", "-"))][2:]
+    assert [line.replace(" ", "") for line in changed] == ['-"text":"hi",', '+"text":"bye",']
+
+
+async def test_a_wire_registered_later_records_and_replays(tmp_path: Path) -> None:
+    # As the Anthropic fake will: a name, its fake server, its error body.
+    def error_body(status: int, message: str) -> bytes:
+        return json.dumps(
+            {"type": "error", "error": {"type": "api_error", "message": message}}
+        ).encode()
+
+    register_wire(Wire("ollama-too", FakeOllamaServer, error_body), replace=True)
+    assert get_wire("ollama-too").error_body(501, "x").startswith(b'{"type": "error"')
+    path = tmp_path / "later.json"
+    with FakeOllamaServer() as upstream, Cassette(path, mode="all") as cassette:
+        upstream.script(OllamaReply("later"))
+        recorded = await one_chat(
+            OllamaProvider(host=cassette.url(upstream.url, wire="ollama-too")), "llama3.2", "hi"
+        )
+    with Cassette(path) as replay:
+        replayed = await one_chat(
+            OllamaProvider(host=replay.url(NOWHERE, wire="ollama-too")), "llama3.2", "hi"
+        )
+    assert stable(replayed) == stable(recorded)
+    with pytest.raises(ValueError, match=r"No cassette wire is named 'nope'\. Known: .*gemini"):
+        Cassette(tmp_path / "x.json").url(NOWHERE, wire="nope")
