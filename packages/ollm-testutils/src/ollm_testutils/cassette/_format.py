@@ -182,6 +182,8 @@ def dump(path: Path, episodes: list[Episode]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        # A file to commit: readable as any other (mkstemp's is the owner's alone).
+        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(text)
         os.replace(temporary, path)
