@@ -1,5 +1,5 @@
 """Test ollm applications and plugins: mock providers, fake Ollama, OpenAI-compatible and
-Gemini servers, pytest fixtures.
+Gemini servers, cassettes of real traffic, pytest fixtures.
 
 Names load on first use, so ``import ollm_testutils`` stays cheap: the fake server and
 its HTTP machinery are imported only when a test asks for them.
@@ -14,6 +14,7 @@ from ollm_testutils._version import __version__
 
 if TYPE_CHECKING:
     from ollm_testutils.capabilities import MockEmbeddings, MockModels
+    from ollm_testutils.cassette import Cassette, CassetteMiss
     from ollm_testutils.echo import EchoProvider
     from ollm_testutils.events import EventCollector
     from ollm_testutils.fake_gemini import FakeGeminiServer, GeminiCall, GeminiReply
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "AUTO": "ollm_testutils.fake_ollama",
+    "Cassette": "ollm_testutils.cassette",
+    "CassetteMiss": "ollm_testutils.cassette",
     "EchoProvider": "ollm_testutils.echo",
     "EventCollector": "ollm_testutils.events",
     "FakeGeminiServer": "ollm_testutils.fake_gemini",
@@ -53,6 +56,8 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "AUTO",
+    "Cassette",
+    "CassetteMiss",
     "EchoProvider",
     "EventCollector",
     "FakeGeminiServer",
