@@ -88,15 +88,19 @@ def upstream() -> Iterator[str]:
 
 
 def stored(path: Path) -> str:
-    """The cassette's text, with its base64 frames decoded too."""
+    """The cassette's text, and each reply's frames joined (a secret cut between frames
+    is whole again there), base64 ones decoded."""
     text = path.read_text()
-    decoded = [
-        base64.b64decode(frame["base64"]).decode("latin-1")
+    joined = [
+        "".join(
+            base64.b64decode(frame["base64"]).decode("latin-1")
+            if isinstance(frame, dict)
+            else frame
+            for frame in episode["reply"].get("frames", [])
+        )
         for episode in json.loads(text)["episodes"]
-        for frame in episode["reply"].get("frames", [])
-        if isinstance(frame, dict)
     ]
-    return text + "".join(decoded)
+    return "\n".join([text, *joined])
 
 
 @given(

@@ -148,10 +148,16 @@ class Scrubber:
         return str(self._redact.text("".join(out)))
 
     def json(self, value: Any) -> Any:
-        """A JSON value with every string scrubbed and credential fields redacted."""
+        """A JSON value with every string scrubbed and credential fields redacted (their
+        values learnt, so that a server's echo of them goes too)."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
+            self.learn(
+                str(v)
+                for k, v in value.items()
+                if _SECRET_FIELD.fullmatch(str(k)) and isinstance(v, (str, int))
+            )
             return {
                 self.text(str(k)): (
                     REDACTED
