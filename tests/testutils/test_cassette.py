@@ -23,6 +23,7 @@ from ollm_testutils import (
     FakeOpenAIServer,
     GeminiReply,
     OllamaReply,
+    OllamaToolCall,
     OpenAIReply,
     Reply,
     ScriptedProvider,
@@ -297,14 +298,22 @@ async def test_an_in_process_provider_replays_its_events(tmp_path: Path) -> None
         built.append(provider)
         return provider
 
+    async def chat(provider: ollm.ProviderAdapter, prompt: str) -> list[Any]:
+        # Through a client: its requests carry an abort signal and a conversation id.
+        client = ollm.ChatClient(ollm.Registries(), provider=provider, model="m")
+        async with client.chat(prompt) as stream:
+            return [event async for event in stream]
+
     with Cassette(path, mode="all") as cassette:
-        recorded = await one_chat(cassette.provider(factory, name="local"), "m", "hi")
+        recorded = await chat(cassette.provider(factory, name="local"), "hi")
+        again = await one_chat(cassette.provider(factory, name="local"), "m", "hi")
     with Cassette(path) as replay:
-        replayed = await one_chat(replay.provider(factory, name="local"), "m", "hi")
+        replayed = await chat(replay.provider(factory, name="local"), "hi")
         missed = await one_chat(replay.provider(factory, name="local"), "m", "bye")
-    assert len(built) == 1  # replaying never built the real provider
-    assert replayed == recorded
+    assert len(built) == 2  # replaying never built the real provider
+    assert stable(replayed) == stable(recorded)
     assert [e.text for e in replayed if isinstance(e, ollm.TextEvent)] == ["Hel", "lo"]
+    assert [e.text for e in again if isinstance(e, ollm.TextEvent)] == ["Hel", "lo"]
     assert [type(e).__name__ for e in missed] == ["ErrorEvent", "FinishEvent"]
     changed = [line for line in replay.report().splitlines() if line.startswith(("+", "-"))][2:]
     assert [line.replace(" ", "") for line in changed] == ['-"text":"hi",', '+"text":"bye",']
@@ -332,3 +341,27 @@ async def test_a_wire_registered_later_records_and_replays(tmp_path: Path) -> No
     assert stable(replayed) == stable(recorded)
     with pytest.raises(ValueError, match=r"No cassette wire is named 'nope'\. Known: .*gemini"):
         Cassette(tmp_path / "x.json").url(NOWHERE, wire="nope")
+
+
+async def test_ids_the_client_makes_up_are_numbered_in_the_key(tmp_path: Path) -> None:
+    # An older Ollama sends calls without ids: ollm makes them up, new on every run, and
+    # sends them back with the results; the key numbers them, so the replay matches.
+    path = tmp_path / "ids.json"
+    call = OllamaToolCall("get_weather", {"city": "Paris"}, id=None, index=None)
+
+    async def tool_round(cassette: Cassette, upstream: str) -> list[Any]:
+        provider = OllamaProvider(host=cassette.url(upstream, wire="ollama"))
+        client = ollm.ChatClient(provider=provider, model="llama3.2", tools=[get_weather])
+        async with client.chat("Weather?") as stream:
+            return [event async for event in stream]
+
+    with FakeOllamaServer() as upstream, Cassette(path, mode="all") as cassette:
+        upstream.script(OllamaReply(tool_calls=[call]), OllamaReply("Sunny."))
+        recorded = await tool_round(cassette, upstream.url)
+    second = chat_episodes(path)[1]["request"]["body"]["messages"]
+    assert second[1]["tool_calls"][0]["id"] == "<id-1>"
+    assert second[2]["tool_call_id"] == "<id-1>"
+    with Cassette(path) as replay:
+        replayed = await tool_round(replay, NOWHERE)
+    replay.check()
+    assert stable(replayed) == stable(recorded)

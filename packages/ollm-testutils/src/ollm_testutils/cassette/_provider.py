@@ -31,7 +31,7 @@ class CassetteProvider:
 
     def canonical(self, request: ollm.ProviderRequest) -> dict[str, Any]:
         """The request as its key sees it."""
-        data = msgspec.to_builtins(request)
+        data = msgspec.to_builtins(msgspec.structs.replace(request, abort=None))
         for field in _NOT_KEYED:
             data.pop(field, None)
         scrubbed = self._cassette.scrubber.json(data)
@@ -55,7 +55,17 @@ class CassetteProvider:
         if self._inner is None:
             self._inner = self._factory()
         events: list[dict[str, Any]] = []
-        async for event in self._inner.chat_stream(request):
-            events.append(msgspec.to_builtins(event))
-            yield event
-        cassette.add(Episode(canonical, events=events))
+        stream = self._inner.chat_stream(request)
+        try:
+            async for event in stream:
+                events.append(msgspec.to_builtins(event))
+                yield event
+        finally:
+            # A client stops reading at the finish event and closes this stream: the
+            # real provider's is closed too (it may hold its model's lock), and what
+            # came is recorded.
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            if events:
+                cassette.add(Episode(canonical, events=events))
