@@ -153,7 +153,8 @@ def test_no_secret_reaches_the_cassette(
         for key in keys:
             assert key in sent.text
         text = stored(path)
-    leaked = [secret for secret in secrets if secret in text]
+    # Not even a part of one: the end of a key cut between frames is a leak too.
+    leaked = [secret for secret in secrets if secret[-max(8, len(secret) // 2) :] in text]
     assert leaked == []
     assert "[REDACTED]" in text
 
