@@ -14,14 +14,14 @@ import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from ollm_testutils.cassette._format import Episode, HttpReply, key_of, normalise_volatile
 from ollm_testutils.cassette._secrets import strip_userinfo
 from ollm_testutils.cassette._wires import Wire, get_wire
 from ollm_testutils.httpserver import Connection, HttpRequest, Response
 
 if TYPE_CHECKING:
+    import httpx
+
     from ollm_testutils.cassette._cassette import Cassette
 
 __all__ = ["Route"]
@@ -97,6 +97,8 @@ class Route:
         return True
 
     def _record(self, request: HttpRequest, canonical: dict[str, Any], response: Response) -> None:
+        import httpx  # only to record: a replay never reaches a real server
+
         if self._client is None:
             timeout = httpx.Timeout(30.0, read=None)
             self._client = httpx.Client(timeout=timeout, follow_redirects=False)
