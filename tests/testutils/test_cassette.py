@@ -365,3 +365,23 @@ async def test_ids_the_client_makes_up_are_numbered_in_the_key(tmp_path: Path) -
         replayed = await tool_round(replay, NOWHERE)
     replay.check()
     assert stable(replayed) == stable(recorded)
+
+
+async def test_a_reply_cut_by_the_upstream_replays_cut(tmp_path: Path) -> None:
+    path = tmp_path / "cut.json"
+    with FakeOllamaServer() as upstream, Cassette(path, mode="all") as cassette:
+        upstream.script(OllamaReply.disconnect())
+        recorded = await one_chat(
+            OllamaProvider(host=cassette.url(upstream.url, wire="ollama")), "llama3.2", "hi"
+        )
+    assert chat_episodes(path)[0]["reply"]["cut"] is True
+    with Cassette(path) as replay:
+        replayed = await one_chat(
+            OllamaProvider(host=replay.url(NOWHERE, wire="ollama")), "llama3.2", "hi"
+        )
+    replay.check()
+    assert [e.code for e in replayed if isinstance(e, ollm.ErrorEvent)] == ["STREAM_INTERRUPTED"]
+    # The same events but the error's words, which name the server's address.
+    assert [e for e in stable(replayed) if e["type"] != "error"] == [
+        e for e in stable(recorded) if e["type"] != "error"
+    ]
