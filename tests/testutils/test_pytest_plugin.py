@@ -204,15 +204,21 @@ def test_readme_examples_run(pytester: pytest.Pytester) -> None:
 
 
 def _python_blocks(text: str) -> list[str]:
+    """The Python blocks, but those marked ``<!-- doctest: skip ... -->`` (a real server)."""
     blocks: list[str] = []
     current: list[str] = []
-    inside = False
+    inside = skipped = False
+    previous = ""
     for line in text.splitlines():
         if line.strip() == "```python":
             inside, current = True, []
+            skipped = previous.startswith("<!-- doctest: skip")
         elif line.strip() == "```" and inside:
             inside = False
-            blocks.append(textwrap.dedent("\n".join(current)))
+            if not skipped:
+                blocks.append(textwrap.dedent("\n".join(current)))
         elif inside:
             current.append(line)
+        if line.strip():
+            previous = line.strip()
     return blocks

@@ -1,5 +1,5 @@
 """Test ollm applications and plugins: mock providers, fake Ollama, OpenAI-compatible,
-Gemini and Anthropic servers, pytest fixtures.
+Gemini and Anthropic servers, cassettes of real traffic, pytest fixtures.
 
 Names load on first use, so ``import ollm_testutils`` stays cheap: the fake server and
 its HTTP machinery are imported only when a test asks for them.
@@ -14,6 +14,7 @@ from ollm_testutils._version import __version__
 
 if TYPE_CHECKING:
     from ollm_testutils.capabilities import MockEmbeddings, MockModels
+    from ollm_testutils.cassette import Cassette, CassetteMiss
     from ollm_testutils.echo import EchoProvider
     from ollm_testutils.events import EventCollector
     from ollm_testutils.fake_anthropic import (
@@ -39,6 +40,8 @@ _LAZY: dict[str, str] = {
     "AnthropicReply": "ollm_testutils.fake_anthropic",
     "AnthropicThinking": "ollm_testutils.fake_anthropic",
     "AnthropicToolUse": "ollm_testutils.fake_anthropic",
+    "Cassette": "ollm_testutils.cassette",
+    "CassetteMiss": "ollm_testutils.cassette",
     "EchoProvider": "ollm_testutils.echo",
     "EventCollector": "ollm_testutils.events",
     "FakeAnthropicServer": "ollm_testutils.fake_anthropic",
@@ -66,6 +69,8 @@ __all__ = [
     "AnthropicReply",
     "AnthropicThinking",
     "AnthropicToolUse",
+    "Cassette",
+    "CassetteMiss",
     "EchoProvider",
     "EventCollector",
     "FakeAnthropicServer",

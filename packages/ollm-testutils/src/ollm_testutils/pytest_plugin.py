@@ -12,7 +12,13 @@ Fixtures:
 - ``fake_gemini``: a running ``FakeGeminiServer`` (the Gemini API) for the test;
 - ``fake_anthropic``: a running ``FakeAnthropicServer`` (the Messages API) for the test;
 - ``fake_openai``: a running ``FakeOpenAIServer`` (OpenAI-compatible) for the test;
-- ``ollm_events``: an ``EventCollector``.
+- ``ollm_events``: an ``EventCollector``;
+- ``ollm_cassette``: the test's ``Cassette`` (``ollm_testutils.cassette``), replaying what
+  a real server once answered, or recording it with ``--ollm-record=new_episodes|all``
+  (``none``, replay only, is the default, and forced when ``CI`` is set). The file is
+  ``cassettes/<module>/<test>.json`` beside the test, or what the marker
+  ``@pytest.mark.ollm_cassette("name.json")`` names; a request with no recording
+  fails the test with a diff against the nearest one and the command to record it.
 
 And a guard: while a test runs, plugins that contribute providers (``ollama``, and any
 third-party one) are kept out of ``ollm`` plugin discovery, so that code under test
@@ -28,8 +34,11 @@ This module is imported whenever pytest starts: it imports nothing heavy at the 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+import re
+import shlex
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -37,6 +46,7 @@ if TYPE_CHECKING:
     import pluggy
 
     from ollm import ChatClient, Registries
+    from ollm_testutils.cassette import Cassette, RecordMode
     from ollm_testutils.echo import EchoProvider
     from ollm_testutils.events import EventCollector
     from ollm_testutils.fake_anthropic import FakeAnthropicServer
@@ -50,6 +60,10 @@ OPTION = "--ollm-real-providers"
 INI_ALLOW = "ollm_allow_plugins"
 ALWAYS_ALLOWED = frozenset(("testutils",))
 _BLOCKED_KEY = pytest.StashKey[tuple[str, ...]]()
+CASSETTE_MARKER = "ollm_cassette"
+RECORD_OPTION = "--ollm-record"
+RECORD_MODES = ("none", "new_episodes", "all")
+_CASSETTE_KEY = pytest.StashKey["Cassette"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -59,6 +73,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="let ollm plugin discovery load real provider plugins (ollama...) in every test",
+    )
+    group.addoption(
+        RECORD_OPTION,
+        choices=RECORD_MODES,
+        default="none",
+        help="ollm cassettes: none replays only (the default, forced when CI is set), "
+        "new_episodes records the requests with no recording, all records everything again",
     )
     parser.addini(
         INI_ALLOW,
@@ -73,6 +94,86 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{MARKER}: let ollm plugin discovery load real provider plugins in this test",
     )
+    config.addinivalue_line(
+        "markers",
+        f"{CASSETTE_MARKER}(path=None): replay this test's provider traffic from a cassette "
+        "(cassettes/<module>/<test>.json beside it unless path says), record it with "
+        f"{RECORD_OPTION}",
+    )
+    if os.environ.get("CI") and config.getoption(RECORD_OPTION, "none") != "none":
+        config.issue_config_time_warning(
+            pytest.PytestWarning(
+                f"{RECORD_OPTION} is ignored because CI is set: cassettes only replay in CI"
+            ),
+            stacklevel=2,
+        )
+
+
+def record_mode(config: pytest.Config) -> RecordMode:
+    """The cassettes' mode of this run: ``none`` whenever ``CI`` is set."""
+    if os.environ.get("CI"):
+        return "none"
+    return cast("RecordMode", config.getoption(RECORD_OPTION, "none"))
+
+
+def cassette_path(item: pytest.Item) -> Path:
+    """The cassette file of a test: the marker's path (relative to the test's folder),
+    else ``cassettes/<module>/<test>.json`` there."""
+    folder = item.path.parent
+    marker = item.get_closest_marker(CASSETTE_MARKER)
+    named = (marker.args[0] if marker.args else marker.kwargs.get("path")) if marker else None
+    if named:
+        return folder / str(named)
+    name = re.sub(r"[^A-Za-z0-9_.=-]+", "-", item.name).strip("-")
+    return folder / "cassettes" / item.path.stem / f"{name}.json"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A marked test has its cassette whether or not it names the fixture.
+    for item in items:
+        names = getattr(item, "fixturenames", None)
+        if (
+            isinstance(names, list)
+            and CASSETTE_MARKER not in names
+            and item.get_closest_marker(CASSETTE_MARKER) is not None
+        ):
+            names.append(CASSETTE_MARKER)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    # A miss fails the test with its diff, also when the test failed because of it.
+    try:
+        result = yield
+    except (Exception, pytest.fail.Exception) as exc:
+        cassette = item.stash.get(_CASSETTE_KEY, None)
+        if cassette is not None and cassette.misses:
+            raise _miss(cassette) from exc
+        raise
+    cassette = item.stash.get(_CASSETTE_KEY, None)
+    if cassette is not None and cassette.misses:
+        raise _miss(cassette)
+    return result
+
+
+def _miss(cassette: Cassette) -> BaseException:
+    from ollm_testutils.cassette import CassetteMiss
+
+    return CassetteMiss(cassette.report())
+
+
+@pytest.fixture
+def ollm_cassette(request: pytest.FixtureRequest) -> Iterator[Cassette]:
+    """The test's cassette: ``ollm_cassette.url(upstream, wire="openai")`` for an HTTP
+    provider, ``ollm_cassette.provider(factory, name=...)`` for an in-process one."""
+    from ollm_testutils.cassette import Cassette
+
+    item = request.node
+    rerecord = f"pytest {RECORD_OPTION}=new_episodes {shlex.quote(item.nodeid)}"
+    cassette = Cassette(cassette_path(item), mode=record_mode(request.config), rerecord=rerecord)
+    item.stash[_CASSETTE_KEY] = cassette
+    with cassette:
+        yield cassette
 
 
 def blocked_provider_plugins(config: pytest.Config) -> tuple[str, ...]:

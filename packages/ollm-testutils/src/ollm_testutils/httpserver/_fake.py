@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
 from ollm_testutils.httpserver._connection import Connection, HttpRequest, Response
 from ollm_testutils.httpserver._server import HttpServer
 
-__all__ = ["FakeServer"]
+__all__ = ["FakeServer", "Playback"]
+
+Playback = Callable[[HttpRequest, Response, Connection], bool]
+"""Answers a request before the fake server's own routes (true when it answered)."""
 
 
 class FakeServer:
@@ -16,12 +20,20 @@ class FakeServer:
 
     Subclasses answer requests in ``_handle``; this gives them ``start``/``stop``,
     ``with`` and ``async with`` (asyncio and trio), ``port``, ``url`` and the
-    connection counts.
+    connection counts. ``playback``, when set, sees every request first: a cassette
+    replays its recordings through the server of their wire that way.
     """
 
     def __init__(self, *, port: int = 0) -> None:
-        self._http = HttpServer(self._handle, port=port)
+        self._http = HttpServer(self._dispatch, port=port)
         self._started = False
+        self.playback: Playback | None = None
+
+    def _dispatch(self, request: HttpRequest, response: Response, connection: Connection) -> None:
+        playback = self.playback
+        if playback is not None and playback(request, response, connection):
+            return
+        self._handle(request, response, connection)
 
     def _handle(self, request: HttpRequest, response: Response, connection: Connection) -> None:
         raise NotImplementedError
