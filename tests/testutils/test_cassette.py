@@ -14,10 +14,13 @@ import msgspec
 import pytest
 
 import ollm
+from ollm_anthropic import AnthropicProvider
 from ollm_gemini import GeminiProvider
 from ollm_ollama import OllamaProvider
 from ollm_openai import OpenAIProvider
 from ollm_testutils import (
+    AnthropicReply,
+    FakeAnthropicServer,
     FakeGeminiServer,
     FakeOllamaServer,
     FakeOpenAIServer,
@@ -62,6 +65,13 @@ def started(wire: str) -> tuple[FakeServer, str]:
             OpenAIReply(["It is ", "sunny ☀ in Paris."]),
         )
         return openai.start(), f"{openai.url}/v1"
+    if wire == "anthropic":
+        anthropic = FakeAnthropicServer()
+        anthropic.script(
+            AnthropicReply(tool_uses=[("get_weather", {"city": "Paris"})]),
+            AnthropicReply(["It is ", "sunny ☀ in Paris."]),
+        )
+        return anthropic.start(), anthropic.url
     gemini = FakeGeminiServer()
     gemini.script(
         GeminiReply(calls=[("get_weather", {"city": "Paris"})]),
@@ -74,8 +84,14 @@ PROVIDERS: dict[str, Callable[[str], ollm.ProviderAdapter]] = {
     "ollama": lambda url: OllamaProvider(host=url),
     "openai": lambda url: OpenAIProvider(url, api_key="sk-test"),
     "gemini": lambda url: GeminiProvider("test-key", base_url=url),
+    "anthropic": lambda url: AnthropicProvider("test-key", base_url=url),
 }
-MODELS = {"ollama": "llama3.2", "openai": "gpt-test", "gemini": "gemini-2.5-flash"}
+MODELS = {
+    "ollama": "llama3.2",
+    "openai": "gpt-test",
+    "gemini": "gemini-2.5-flash",
+    "anthropic": "claude-sonnet-4-6",
+}
 
 
 async def chat(cassette: Cassette, wire: str, upstream: str, prompt: str) -> list[Any]:
@@ -110,11 +126,13 @@ def chat_episodes(path: Path) -> list[dict[str, Any]]:
     return [
         e
         for e in episodes
-        if any(word in e["request"]["path"].lower() for word in ("chat", "generatecontent"))
+        if any(
+            word in e["request"]["path"].lower() for word in ("chat", "generatecontent", "messages")
+        )
     ]
 
 
-@pytest.mark.parametrize("wire", ["ollama", "openai", "gemini"])
+@pytest.mark.parametrize("wire", ["ollama", "openai", "gemini", "anthropic"])
 async def test_a_tool_round_replays_with_the_upstream_stopped(tmp_path: Path, wire: str) -> None:
     path = tmp_path / "chat.json"
     upstream_server, upstream = started(wire)

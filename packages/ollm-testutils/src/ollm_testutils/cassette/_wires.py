@@ -3,8 +3,9 @@
 A wire names the fake server that replays its recordings (ollm-testutils' own, so the
 replies go out over real HTTP as that server frames them), the fields of its requests
 that change from run to run (ids of tool calls that a client makes up), and how its
-server words an error. ``ollama``, ``openai`` (every OpenAI-compatible server) and
-``gemini`` are built in; another package adds its own with ``register_wire``.
+server words an error. ``ollama``, ``openai`` (every OpenAI-compatible server),
+``gemini`` and ``anthropic`` (the Messages API) are built in; another package adds its
+own with ``register_wire``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ def _gemini_error(status: int, message: str) -> bytes:
     return json.dumps({"error": error}).encode()
 
 
+def _anthropic_error(status: int, message: str) -> bytes:
+    return json.dumps(
+        {"type": "error", "error": {"type": "api_error", "message": message}}
+    ).encode()
+
+
 def _ollama_server() -> FakeServer:
     from ollm_testutils.fake_ollama import FakeOllamaServer
 
@@ -52,6 +59,12 @@ def _gemini_server() -> FakeServer:
     from ollm_testutils.fake_gemini import FakeGeminiServer
 
     return FakeGeminiServer()
+
+
+def _anthropic_server() -> FakeServer:
+    from ollm_testutils.fake_anthropic import FakeAnthropicServer
+
+    return FakeAnthropicServer()
 
 
 @dataclass(frozen=True)
@@ -76,6 +89,10 @@ _WIRES: dict[str, Wire] = {
     "ollama": Wire("ollama", _ollama_server, _ollama_error),
     "openai": Wire("openai", _openai_server, _openai_error),
     "gemini": Wire("gemini", _gemini_server, _gemini_error),
+    # A tool result names its call by ``tool_use_id``.
+    "anthropic": Wire(
+        "anthropic", _anthropic_server, _anthropic_error, DEFAULT_VOLATILE | {"tool_use_id"}
+    ),
 }
 
 
