@@ -65,7 +65,14 @@ class RunningServer:
         self.sock.listen(128)
         port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
-        config = uvicorn.Config(app, http="httptools", lifespan="off", log_level="warning")
+        # A request still running at the end (a test that failed) is cut after the grace.
+        config = uvicorn.Config(
+            app,
+            http="httptools",
+            lifespan="off",
+            log_level="warning",
+            timeout_graceful_shutdown=5,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]})
 

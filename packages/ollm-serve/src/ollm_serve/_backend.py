@@ -152,12 +152,12 @@ class Backend:
     async def chat(self, job: ChatJob, abort: ollm.AbortSignal) -> AsyncIterator[object]:
         """Run ``job``: ``Delta``s as the reply streams, then one ``Done`` or ``Failed``."""
         route = self.route(job.model)
-        tools = [ollm.Tool.from_schema(schema, _never_runs) for schema in job.tools]
         conversation = ollm.Conversation(job.messages)
         calls: list[ollm.ToolCall] = []
         output: list[Any] = []
         usage: ollm.Usage | None = None
         try:
+            tools = [ollm.Tool.from_schema(schema, _never_runs) for schema in job.tools]
             stream = self.client.chat(
                 conversation=conversation,
                 abort=abort,

@@ -7,6 +7,7 @@ import base64
 import binascii
 import json
 import os
+import re
 import struct
 import time
 from collections.abc import Mapping
@@ -29,6 +30,8 @@ __all__ = [
     "usage_body",
 ]
 
+# What ollm.Tool takes as a name (OpenAI's own rule, with '.').
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls"}
 # OpenAI's error types by status.
 _TYPES = {
@@ -248,7 +251,7 @@ def read_tools(raw: Any) -> tuple[ollm.ToolSchema, ...]:
         if not isinstance(function, dict):
             function = {}
         name = function.get("name")
-        if not isinstance(name, str) or not ollm.valid_tool_name(name):
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
             raise Refused(
                 400,
                 f"tools[{index}] needs a function with a name of 1 to 64 letters, digits, "
