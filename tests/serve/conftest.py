@@ -1,18 +1,15 @@
 """Fixtures of ollm serve's tests: the app in-process (httpx's ASGITransport) or on a
-real uvicorn at 127.0.0.1 (a port the test binds first, so no waiting for it)."""
+real uvicorn at 127.0.0.1 (``ollm_serve.running``)."""
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-import uvicorn
 
 import ollm
-from ollm_serve import ServeApp, ServeSettings, create_app
+from ollm_serve import ServeApp, ServeSettings, create_app, running
 from ollm_testutils import ScriptedProvider
 
 KEY = "test-key-of-twenty-chars"
@@ -55,38 +52,8 @@ async def http(app: ServeApp) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-class RunningServer:
-    """``app`` on uvicorn in a thread, at ``url``."""
-
-    def __init__(self, app: ServeApp) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(128)
-        port = self.sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        # A request still running at the end (a test that failed) is cut after the grace.
-        config = uvicorn.Config(
-            app,
-            http="httptools",
-            lifespan="off",
-            log_level="warning",
-            timeout_graceful_shutdown=5,
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]})
-
-    def __enter__(self) -> RunningServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join()
-        self.sock.close()
-
-
 @pytest.fixture
-def served(app: ServeApp) -> Iterator[RunningServer]:
-    with RunningServer(app) as server:
-        yield server
+def served(app: ServeApp) -> Iterator[str]:
+    """The URL of ``app`` on a real uvicorn at 127.0.0.1."""
+    with running(app) as url:
+        yield url

@@ -10,10 +10,10 @@ import pydantic
 import pytest
 
 import ollm
-from ollm_serve import ServeApp
+from ollm_serve import ServeApp, running
 from ollm_testutils import Reply, ScriptedProvider
 
-from .conftest import KEY, RunningServer, asgi_client, make_app
+from .conftest import KEY, asgi_client, make_app
 
 pytestmark = pytest.mark.anyio
 
@@ -275,8 +275,8 @@ async def test_models_and_embeddings(app: ServeApp) -> None:
 
 def test_the_sync_sdk_on_a_real_server(app: ServeApp, scripted: ScriptedProvider) -> None:
     scripted.add(Reply("Hi from uvicorn"), Reply(["str", "eamed"]))
-    with RunningServer(app) as server:
-        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+    with running(app) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
         reply = client.chat.completions.create(
             model="mock-model", messages=[{"role": "user", "content": "Hi"}]
         )

@@ -15,9 +15,10 @@ from cli_helpers import OLLM, ollm_env
 
 import ollm
 from ollm_ollama import OllamaProvider
+from ollm_serve import running
 from ollm_testutils import FakeOllamaServer, FunctionProvider, OllamaReply, Reply, ScriptedProvider
 
-from .conftest import KEY, RunningServer, asgi_client, make_app
+from .conftest import KEY, asgi_client, make_app
 
 pytestmark = pytest.mark.anyio
 
@@ -190,7 +191,7 @@ def test_a_client_that_disconnects_aborts_the_upstream_request() -> None:
         registries = ollm.discover(plugins=[], entry_points=[])
         registries.providers.register(OllamaProvider(fake.url, environ={}))
         app = make_app(registries, ("ollama",))
-        with RunningServer(app) as server, httpx.Client(base_url=server.url) as http:
+        with running(app) as url, httpx.Client(base_url=url) as http:
             body = {**CHAT, "model": "llama3.2", "stream": True}
             with http.stream("POST", "/v1/chat/completions", json=body) as response:
                 for line in response.iter_lines():

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 import ollm
 from ollm_serve._app import ServeApp, ServeSettings
 from ollm_serve._backend import Backend
+from ollm_serve._running import running
 from ollm_serve._version import __version__
 
-__all__ = ["Backend", "ServeApp", "ServeSettings", "__version__", "create_app"]
+__all__ = ["Backend", "ServeApp", "ServeSettings", "__version__", "create_app", "running"]
 
 
 def create_app(

@@ -71,8 +71,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--grace",
-        type=float,
-        default=10.0,
+        type=int,
+        default=10,
         help="seconds SIGTERM lets running requests finish before it stops (default 10)",
     )
 
