@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import OLLM, installed_plugin, ollm_env
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
@@ -33,7 +32,8 @@ def trace(env: dict[str, str]) -> list[str]:
 def test_help_lists_a_plugins_command_without_configuring_it(env: dict[str, str]) -> None:
     done = ollm(env, "--help")
     assert done.returncode == 0, done.stderr
-    assert "greet" in done.stdout and "say hello" in done.stdout
+    assert "greet" in done.stdout
+    assert "say hello" in done.stdout
     assert "name the async backend" in done.stdout
     assert trace(env) == ["hook"]
 
