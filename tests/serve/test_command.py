@@ -7,6 +7,7 @@ import json
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import httpx
@@ -72,3 +73,18 @@ def test_sigterm_lets_a_running_stream_finish() -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_ollm_help_lists_serve_without_importing_its_server() -> None:
+    script = (
+        "import contextlib, io, sys\n"
+        "from ollm.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    main(['--help'])\n"
+        "heavy = [m for m in ('uvicorn', 'ollm_serve._app', 'httpx') if m in sys.modules]\n"
+        "print('serve' in out.getvalue(), heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=ollm_env(), capture_output=True, text=True, check=False
+    )
+    assert done.stdout.strip() == "True []", done.stderr

@@ -4,6 +4,7 @@ and ollm's own ollm-ollama and ollm-openai pointed at ollm serve."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -158,3 +159,19 @@ async def test_ollms_own_providers_pointed_at_ollm_serve(
     sent = fake.chat_requests[1].json
     assert sent is not None
     assert sent["messages"][-1]["content"] == "Sunny"
+
+
+async def test_format_a_json_schema_is_validated(app: ServeApp, fake: FakeOllamaServer) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    }
+    fake.script(OllamaReply(['{"town": "Oslo"}']), OllamaReply(['{"city": "Oslo"}']))
+    reply = await client(app).chat(
+        model="llama3.2", messages=[{"role": "user", "content": "Where?"}], format=schema
+    )
+    assert reply.message.content is not None
+    assert json.loads(reply.message.content) == {"city": "Oslo"}
+    # The first answer lacked "city": ollm asked again before the client saw anything.
+    assert len(fake.chat_requests) == 2

@@ -286,3 +286,22 @@ def test_the_sync_sdk_on_a_real_server(app: ServeApp, scripted: ScriptedProvider
         )
         assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "streamed"
         client.close()
+
+
+async def test_an_error_in_the_middle_of_a_stream_reaches_the_sdk(
+    app: ServeApp, scripted: ScriptedProvider
+) -> None:
+    scripted.add(Reply.error_midstream(["Hello", " wor"]))
+    stream = await sdk(app).chat.completions.create(
+        model="mock-model", messages=[{"role": "user", "content": "Hi"}], stream=True
+    )
+    text: list[str] = []
+
+    async def read() -> None:
+        async for chunk in stream:
+            text.extend(c.delta.content or "" for c in chunk.choices)
+
+    with pytest.raises(openai.APIError) as caught:
+        await read()
+    assert "".join(text) == "Hello wor"
+    assert "stopped in the middle" in caught.value.message

@@ -23,7 +23,7 @@ from ollm_serve import _ollama, _openai
 from ollm_serve._backend import Backend, Delta, Done, Failed
 from ollm_serve._errors import Refused
 
-__all__ = ["ServeApp", "ServeSettings"]
+__all__ = ["ServeApp", "ServeSettings", "create_app"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -446,6 +446,27 @@ class ServeApp:
             )
         result: ollm.EmbeddingResult = await _guarded(embed(route.model or model, texts))
         return result
+
+
+def create_app(
+    providers: Sequence[str] = (),
+    *,
+    model: str | None = None,
+    registries: ollm.Registries | None = None,
+    tool_strategy: str = "auto",
+    middleware: Sequence[str] = (),
+    settings: ServeSettings | None = None,
+) -> ServeApp:
+    """The ASGI app serving ``providers`` (names as ``-p`` takes them; none: the default
+    provider). ``model`` is the model of a request that names only its provider."""
+    backend = Backend(
+        providers,
+        model=model,
+        registries=registries,
+        tool_strategy=tool_strategy,
+        middleware=middleware,
+    )
+    return ServeApp(backend, settings)
 
 
 async def _guarded(call: Awaitable[Any]) -> Any:
