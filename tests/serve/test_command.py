@@ -88,3 +88,17 @@ def test_ollm_help_lists_serve_without_importing_its_server() -> None:
         [sys.executable, "-c", script], env=ollm_env(), capture_output=True, text=True, check=False
     )
     assert done.stdout.strip() == "True []", done.stderr
+
+
+def test_an_unknown_provider_stops_the_command_before_it_binds() -> None:
+    done = subprocess.run(
+        [OLLM, "serve", "-p", "nope", "--port", str(free_port())],
+        env=ollm_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "PROVIDER_NOT_FOUND" in done.stderr
+    assert "'nope' is not installed" in done.stderr
