@@ -10,7 +10,7 @@ import pydantic
 import pytest
 
 import ollm
-from ollm_serve import ServeApp, running
+from ollm_serve import ServeApp, create_app, running
 from ollm_testutils import Reply, ScriptedProvider
 
 from .conftest import KEY, asgi_client, make_app
@@ -305,3 +305,24 @@ async def test_an_error_in_the_middle_of_a_stream_reaches_the_sdk(
         await read()
     assert "".join(text) == "Hello wor"
     assert "stopped in the middle" in caught.value.message
+
+
+class Shout:
+    """A middleware that upper-cases the reply's text."""
+
+    def on_event(self, ctx: ollm.MiddlewareContext, event: object) -> object:
+        if isinstance(event, ollm.TextEvent):
+            return ollm.TextEvent(event.text.upper())
+        return event
+
+
+async def test_a_named_middleware_runs_around_each_served_request(
+    registries: ollm.Registries, scripted: ScriptedProvider
+) -> None:
+    registries.middleware.register(ollm.MiddlewareSpec("shout", Shout))
+    scripted.add(Reply("quiet words"))
+    app = create_app(["scripted"], registries=registries, middleware=["shout"])
+    reply = await sdk(app).chat.completions.create(
+        model="mock-model", messages=[{"role": "user", "content": "Hi"}]
+    )
+    assert reply.choices[0].message.content == "QUIET WORDS"
