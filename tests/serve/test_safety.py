@@ -228,3 +228,26 @@ def test_a_short_key_is_refused() -> None:
     done = serve("--host", "0.0.0.0", OLLM_SERVE_API_KEYS="short")
     assert done.returncode == 1
     assert "at least 16 characters" in done.stderr
+
+
+async def test_concurrent_requests_each_get_their_own_answer(
+    registries: ollm.Registries,
+) -> None:
+    async def answer(request: ollm.ProviderRequest) -> str:
+        await anyio.sleep(0)  # let the others interleave
+        return "echo:" + request.messages[-1].text
+
+    registries.providers.register(FunctionProvider(answer, name="answering"))
+    app = make_app(registries, ("answering",))
+    answers: dict[int, str] = {}
+    async with asgi_client(app) as http, anyio.create_task_group() as group:
+
+        async def ask(number: int) -> None:
+            body = {"model": "m", "messages": [{"role": "user", "content": str(number)}]}
+            reply = await http.post("/v1/chat/completions", json=body)
+            answers[number] = reply.json()["choices"][0]["message"]["content"]
+
+        for number in range(40):
+            group.start_soon(ask, number)
+    assert answers == {n: f"echo:{n}" for n in range(40)}
+    assert app.active == 0
