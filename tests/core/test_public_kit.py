@@ -30,6 +30,7 @@ PLUGINS = (
     "ollm-react",
     "ollm-mcp",
     "ollm-otel",
+    "ollm-serve",
     "ollm-testutils",
 )
 PUBLIC = {"ollm", "ollm.errors", "ollm.types", "ollm.hookspecs", "ollm.logs", "ollm.kit"}

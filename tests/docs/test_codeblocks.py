@@ -253,7 +253,7 @@ def check_ollm_command(words: list[str], where: str) -> None:
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors):
-            build_parser().parse_args(words[1:])
+            build_parser(words[1:]).parse_args(words[1:])
     except SystemExit as exit:
         raise AssertionError(f"{where}: {shlex.join(words)}: {errors.getvalue()}") from exit
 

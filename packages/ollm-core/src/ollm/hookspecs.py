@@ -25,6 +25,7 @@ from ollm.types.compactor import CompactorSpec
 from ollm.types.output import OutputStrategySpec
 from ollm.types.provider import ProviderAdapter
 from ollm.types.specs import (
+    CommandSpec,
     MiddlewareSpec,
     ProviderSpec,
     StrategySpec,
@@ -36,6 +37,7 @@ __all__ = [
     "PROJECT",
     "hookimpl",
     "hookspec",
+    "ollm_commands",
     "ollm_compactors",
     "ollm_middleware",
     "ollm_output_strategies",
@@ -220,4 +222,40 @@ def ollm_middleware() -> Sequence[MiddlewareSpec]:  # type: ignore[empty-body]
                 from my_plugin.shout import Shout  # heavy imports here
                 return Shout()
             return [ollm.MiddlewareSpec("shout", build, "Upper-case every reply")]
+    """
+
+
+@hookspec
+def ollm_commands() -> Sequence[CommandSpec]:  # type: ignore[empty-body]
+    """Contribute sub-commands of ``ollm`` (as ``ollm-serve`` contributes ``ollm serve``;
+    llm's ``register_commands`` is the model).
+
+    Return ``CommandSpec(name, help, configure, run, description)``: ``help`` is the line
+    ``ollm --help`` shows, ``configure(parser)`` adds the command's arguments to its
+    ``argparse.ArgumentParser``, and ``run(args)`` runs it with the parsed
+    ``argparse.Namespace`` and returns its exit code (``None`` for 0). ``run`` may be a
+    coroutine function: it then runs on the async backend chosen by ``ollm --backend``
+    (asyncio or trio). An ``ollm.OllmError`` it raises is shown as ollm's errors are
+    (its message and code, exit code 1), Ctrl-C gives exit code 130.
+
+    A command costs nothing until it runs: ``ollm chat`` and the other built-in commands
+    never discover plugins' commands, and ``configure`` and ``run`` are called only for
+    ``ollm NAME``, so import your heavy modules inside them, never at the top of the
+    plugin module. ``ollm --help`` lists every plugin command with its help line. A name
+    taken by ollm's own commands (``chat``, ``models``, ``logs``, ``plugins``, ``tools``)
+    or by an earlier plugin is skipped, and ``ollm plugins`` says so.
+
+    Example::
+
+        def configure(parser):
+            parser.add_argument("--port", type=int, default=8000)
+
+        async def run(args):
+            from my_plugin.server import serve  # heavy imports here
+            await serve(port=args.port)
+            return 0
+
+        @ollm.hookimpl
+        def ollm_commands():
+            return [ollm.CommandSpec("web", "serve a web page", configure, run)]
     """

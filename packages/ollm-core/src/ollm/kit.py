@@ -17,6 +17,8 @@ plugins have; none of them imports a private ``ollm._*`` module (a test checks i
 - ``schema_instructions``, ``extract_json`` and ``with_system``: what an output
   strategy (``ollm_output_strategies``) shares with the built-in one: the schema stated
   for the model, the JSON value read out of a reply, a request with more system prompt.
+- ``nests_deeper_than``: whether JSON-like data nests past a limit, measured without
+  recursion (``ollm serve`` refuses a request body that does).
 - ``redaction``: a value as the chat's ``redact`` middleware makes it, for a middleware
   that records content (``ollm-otel``'s spans), whatever their order.
 
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from ollm.registries.tokens import UsageAnchors, fallback_count, request_text
     from ollm.runtime.middleware import redaction
     from ollm.tools.toolset import check_toolset_name, valid_tool_name
+    from ollm.types.depth import nests_deeper_than
 
 __all__ = [
     "UsageAnchors",
@@ -53,6 +56,7 @@ __all__ = [
     "fallback_count",
     "lazy_exports",
     "named_tables",
+    "nests_deeper_than",
     "new_call_id",
     "one_line",
     "quote",
@@ -74,6 +78,7 @@ _LAZY: dict[str, str] = {
     "request_text": "ollm.registries.tokens",
     "redaction": "ollm.runtime.middleware",
     "valid_tool_name": "ollm.tools.toolset",
+    "nests_deeper_than": "ollm.types.depth",
 }
 
 # The longest server message quoted whole in an error message.

@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         replaced += count
     terminal.note_replaced(replaced, "the command line", sys.getfilesystemencoding())
     _replace_undecodable_settings(terminal)
-    parser = build_parser()
+    parser = build_parser(words)
     try:
         args, leftovers = parser.parse_known_args(words)
         # Reported by the command they were given to, with its usage (not ollm's).
@@ -162,6 +162,11 @@ def _unexpected(exc: BaseException, debug: bool, terminal: Terminal) -> int:
 
 def _dispatch(args: object, terminal: object) -> int:
     command = getattr(args, "command", None)
+    if getattr(args, "plugin_command", None) is not None:
+        from ollm.cli.config import CliConfig
+        from ollm.cli.plugin_commands import run_plugin_command
+
+        return run_plugin_command(args, CliConfig.from_args(args).backend)  # type: ignore[arg-type]
     if command == "chat":
         from ollm.cli.chat import run_chat
 

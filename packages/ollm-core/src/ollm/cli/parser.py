@@ -55,8 +55,9 @@ def _translate_once() -> None:
     argparse.ngettext = found.ngettext  # type: ignore[attr-defined]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``ollm`` and its commands."""
+def build_parser(words: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of ``ollm`` and its commands; with ``words`` (the command line), the
+    plugins' commands too when it may name one (see ``ollm.cli.plugin_commands``)."""
     _translate_once()
     parser = argparse.ArgumentParser(
         prog="ollm",
@@ -78,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     for add in (_chat_command, _models_command, _logs_command, _listing_commands):
         add(commands)
+    if words is not None:
+        from ollm.cli.plugin_commands import add_plugin_commands
+
+        add_plugin_commands(commands, words)
     return parser
 
 

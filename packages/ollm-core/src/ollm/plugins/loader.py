@@ -44,11 +44,13 @@ from ollm.errors import PluginError
 from ollm.plugins import _entrypoints
 from ollm.plugins.settings import PluginSettings, environment_name
 from ollm.registries import Registries
+from ollm.registries.commands import BUILT_IN_COMMANDS
 from ollm.registries.providers import describe_failure
 from ollm.tools.tool import Tool
 from ollm.types.compactor import CompactorSpec
 from ollm.types.output import OutputStrategySpec
 from ollm.types.specs import (
+    CommandSpec,
     MiddlewareSpec,
     PluginRecord,
     ProviderSpec,
@@ -76,6 +78,7 @@ FIRST_PARTY = frozenset(
         "ollm-openai",
         "ollm-gemini",
         "ollm-pool",
+        "ollm-serve",
     }
 )
 """ollm's own distributions: their plugins load first, so their names are theirs."""
@@ -88,6 +91,7 @@ HOOKS = (
     "ollm_middleware",
     "ollm_output_strategies",
     "ollm_compactors",
+    "ollm_commands",
 )
 
 log = logging.getLogger(__name__)
@@ -130,6 +134,7 @@ class _Contribution:
     middleware: list[MiddlewareSpec] = field(default_factory=list)
     outputs: list[OutputStrategySpec] = field(default_factory=list)
     compactors: list[CompactorSpec] = field(default_factory=list)
+    commands: list[CommandSpec] = field(default_factory=list)
 
 
 def discover(
@@ -299,6 +304,8 @@ def _collect(hook: str, result: object, into: _Contribution, registries: Registr
             into.outputs.append(_expect(item, OutputStrategySpec, hook))
         elif hook == "ollm_compactors":
             into.compactors.append(_expect(item, CompactorSpec, hook))
+        elif hook == "ollm_commands":
+            into.commands.append(_command(item))
         else:
             into.strategies.append(_expect(item, StrategySpec, hook))
 
@@ -320,6 +327,22 @@ def _tool(item: object) -> Tool:
     if callable(item):
         return Tool.from_function(item)
     raise TypeError(f"ollm_tools() returned {type(item).__name__}; expected a Tool or a function")
+
+
+def _command(item: object) -> CommandSpec:
+    spec: CommandSpec = _expect(item, CommandSpec, "ollm_commands")
+    # A command's name is a word of the command line: one that argparse cannot take,
+    # or one that looks like an option, would break `ollm --help` for everyone.
+    if not re.fullmatch(r"[a-z][a-z0-9-]{0,31}", spec.name):
+        raise ValueError(
+            f"ollm_commands() returned the command name {spec.name!r}: use lower-case "
+            "letters, digits and '-', starting with a letter"
+        )
+    if not callable(spec.configure) or not callable(spec.run):
+        raise TypeError(
+            f"ollm_commands(): the command {spec.name!r} needs callable configure and run"
+        )
+    return spec
 
 
 def _expect(item: object, kind: type[Any], hook: str) -> Any:
@@ -403,6 +426,11 @@ def _settle_clashes(
         for c in contribution.compactors
         if keep("compactor", c.name, lambda n: n in registries.compactors)
     ]
+    contribution.commands = [
+        c
+        for c in contribution.commands
+        if keep("command", c.name, lambda n: n in registries.commands or n in BUILT_IN_COMMANDS)
+    ]
     return skipped
 
 
@@ -433,6 +461,8 @@ def _commit(contribution: _Contribution, registries: Registries, plugin: str) ->
         registries.output_strategies.register(output, replace=True)
     for compactor in contribution.compactors:
         registries.compactors.register(compactor, replace=True)
+    for command in contribution.commands:
+        registries.commands.register(command, replace=True)
 
 
 def _summary(contribution: _Contribution) -> dict[str, list[str]]:
@@ -445,6 +475,7 @@ def _summary(contribution: _Contribution) -> dict[str, list[str]]:
         "middleware": [m.name for m in contribution.middleware],
         "output_strategies": [o.name for o in contribution.outputs],
         "compactors": [c.name for c in contribution.compactors],
+        "commands": [c.name for c in contribution.commands],
     }
     return {k: v for k, v in summary.items() if v}
 

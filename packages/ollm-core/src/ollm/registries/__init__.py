@@ -1,5 +1,5 @@
 """Registries of providers, tools, token counters, tool-calling strategies, toolsets,
-middleware, output strategies and compactors.
+middleware, output strategies, compactors and plugin commands.
 
 Internal: not part of ollm's public API (import its public names from ``ollm``:
 ``ollm.ProviderRegistry``...); its layout may change in any release.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ollm.registries.commands import CommandRegistry
 from ollm.registries.compactors import CompactorRegistry
 from ollm.registries.middleware import MiddlewareRegistry
 from ollm.registries.outputs import OutputStrategyRegistry
@@ -26,6 +27,7 @@ from ollm.registries.toolsets import ToolsetRegistry
 from ollm.types.specs import PluginRecord
 
 __all__ = [
+    "CommandRegistry",
     "CompactorRegistry",
     "MiddlewareRegistry",
     "OutputStrategyRegistry",
@@ -59,6 +61,7 @@ class Registries:
     middleware: MiddlewareRegistry = field(default_factory=MiddlewareRegistry)
     output_strategies: OutputStrategyRegistry = field(default_factory=OutputStrategyRegistry)
     compactors: CompactorRegistry = field(default_factory=CompactorRegistry)
+    commands: CommandRegistry = field(default_factory=CommandRegistry)
     plugins: list[PluginRecord] = field(default_factory=list)
 
     async def aclose(self) -> None:

@@ -59,6 +59,7 @@ from ollm.types.provider import (
 )
 from ollm.types.request import GenerationOptions, ProviderRequest, ToolChoice, ToolSchema
 from ollm.types.specs import (
+    CommandSpec,
     MiddlewareSpec,
     PluginRecord,
     PluginStatus,
@@ -82,6 +83,7 @@ __all__ = [
     "ChatEvent",
     "ChatHistory",
     "Closeable",
+    "CommandSpec",
     "CompactionEvent",
     "Compactor",
     "CompactorSpec",

@@ -3,7 +3,7 @@ toolsets, middleware."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -13,6 +13,7 @@ from ollm.types.request import ProviderRequest
 from ollm.types.strategy import ToolStrategy
 
 __all__ = [
+    "CommandSpec",
     "MiddlewareSpec",
     "PluginRecord",
     "PluginStatus",
@@ -115,6 +116,24 @@ class MiddlewareSpec(msgspec.Struct, frozen=True):
 
     name: str
     factory: Callable[[], object]
+    description: str = ""
+
+
+class CommandSpec(msgspec.Struct, frozen=True):
+    """A sub-command of ``ollm`` that a plugin adds (``ollm serve``): see
+    ``ollm.hookspecs.ollm_commands``.
+
+    ``configure(parser)`` adds the command's arguments to its ``argparse`` parser;
+    ``run(args)`` runs it with the parsed ``argparse.Namespace`` and returns the exit
+    code (``None`` is 0); a coroutine function runs on the chosen async backend. Both are
+    called only when the command is used: import heavy modules inside them.
+    """
+
+    name: str
+    help: str
+    # Any, not argparse's types: this module must not import argparse.
+    configure: Callable[[Any], None]
+    run: Callable[[Any], int | Awaitable[int | None] | None]
     description: str = ""
 
 
