@@ -7,10 +7,19 @@ the right status; nothing reaches a provider before the key and the body are che
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,7 +118,8 @@ class ServeApp:
                 )
             if method == "POST":
                 body = await self._body(receive, headers)
-                await self._limited(route, body, reply, receive)
+                with _client_trace(headers):
+                    await self._limited(route, body, reply, receive)
             else:
                 await route(reply)
         except Refused as refused:
@@ -467,6 +477,27 @@ def create_app(
         middleware=middleware,
     )
     return ServeApp(backend, settings)
+
+
+@contextlib.contextmanager
+def _client_trace(headers: Mapping[str, str]) -> Iterator[None]:
+    """The client's trace (W3C ``traceparent``, ``tracestate``) made current while its
+    request runs, so that the ``otel`` middleware's spans join it: a served request is
+    one trace with its caller. Nothing without the header, or without OpenTelemetry
+    (installed with ollm-otel; ollm serve does not need it)."""
+    if "traceparent" not in headers:
+        yield
+        return
+    try:
+        from opentelemetry import context, propagate
+    except ImportError:
+        yield
+        return
+    token = context.attach(propagate.extract(headers))
+    try:
+        yield
+    finally:
+        context.detach(token)
 
 
 async def _guarded(call: Awaitable[Any]) -> Any:
