@@ -466,15 +466,18 @@ def create_app(
     tool_strategy: str = "auto",
     middleware: Sequence[str] = (),
     settings: ServeSettings | None = None,
+    log: bool = False,
 ) -> ServeApp:
     """The ASGI app serving ``providers`` (names as ``-p`` takes them; none: the default
-    provider). ``model`` is the model of a request that names only its provider."""
+    provider). ``model`` is the model of a request that names only its provider; with
+    ``log``, every chat served goes to the conversation log (``ollm logs``)."""
     backend = Backend(
         providers,
         model=model,
         registries=registries,
         tool_strategy=tool_strategy,
         middleware=middleware,
+        log=log,
     )
     return ServeApp(backend, settings)
 

@@ -11,12 +11,19 @@ recovery read out of a model's text) are the reply.
 from __future__ import annotations
 
 import json
+import logging
+import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+
 import ollm
 from ollm.errors import ErrorCode, OllmError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Backend", "ChatJob", "Delta", "Done", "Failed", "Route"]
 
@@ -116,9 +123,12 @@ class Backend:
         tool_strategy: str = "auto",
         middleware: Sequence[str] = (),
         context_window: int | str | None = None,
+        log: bool = False,
     ) -> None:
         self.providers = tuple(providers)
         self.model = model
+        self.log = log
+        self._log_lock = threading.Lock()  # one write at a time, from worker threads
         self.client = ollm.ChatClient(
             registries,
             tool_strategy=tool_strategy,
@@ -149,10 +159,85 @@ class Backend:
         """The provider object of ``route`` (built once, then shared)."""
         return self.registries.providers.get(route.provider)
 
-    async def chat(self, job: ChatJob, abort: ollm.AbortSignal) -> AsyncIterator[object]:
-        """Run ``job``: ``Delta``s as the reply streams, then one ``Done`` or ``Failed``."""
+    def chat(self, job: ChatJob, abort: ollm.AbortSignal) -> AsyncIterator[object]:
+        """Run ``job``: ``Delta``s as the reply streams, then one ``Done`` or ``Failed``
+        (and, with ``log``, the chat into the conversation log once it has ended)."""
         route = self.route(job.model)
         conversation = ollm.Conversation(job.messages)
+        events = self._chat(job, abort, route, conversation)
+        return self._logged(events, job, route, conversation) if self.log else events
+
+    async def _logged(
+        self,
+        events: AsyncIterator[object],
+        job: ChatJob,
+        route: Route,
+        conversation: ollm.Conversation,
+    ) -> AsyncIterator[object]:
+        started = time.perf_counter()
+        logged = False
+
+        async def record(ended: object) -> None:
+            nonlocal logged
+            logged = True
+            duration_ms = (time.perf_counter() - started) * 1000.0
+            # Shielded: a client that went away leaves its chat logged all the same.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(
+                    self._record, conversation, job, route, ended, duration_ms
+                )
+
+        try:
+            async for event in events:
+                if isinstance(event, (Done, Failed)):
+                    # Logged before the end goes out: a caller that stops reading at the
+                    # end (a whole reply) never leaves it to the garbage collector.
+                    await record(event)
+                yield event
+        finally:
+            if not logged:  # the client left, or the chat was cancelled
+                await record(None)
+
+    def _record(
+        self,
+        conversation: ollm.Conversation,
+        job: ChatJob,
+        route: Route,
+        ended: object,
+        duration_ms: float,
+    ) -> None:
+        """One served chat as a conversation of its own in the log (a client sends the
+        whole history each time); a log that cannot be written is a warning, never a
+        failed request."""
+        from ollm.logs import LogStore, LogsUnavailableError
+
+        done = ended if isinstance(ended, Done) else None
+        failed = ended if isinstance(ended, Failed) else None
+        provider = route.provider or self.registries.providers.default_name
+        try:
+            with self._log_lock, LogStore() as store:
+                store.log_exchange(
+                    None,
+                    conversation.messages,
+                    provider=provider,
+                    model=route.model,
+                    system=job.system,
+                    finish_reason=done.reason if done else ("error" if failed else "cancelled"),
+                    usage=done.usage if done else None,
+                    duration_ms=duration_ms,
+                    error_code=failed.code if failed else None,
+                    error_message=failed.message if failed else None,
+                )
+        except LogsUnavailableError as exc:
+            log.warning("the chat was served but not logged: %s", exc.message)
+
+    async def _chat(
+        self,
+        job: ChatJob,
+        abort: ollm.AbortSignal,
+        route: Route,
+        conversation: ollm.Conversation,
+    ) -> AsyncIterator[object]:
         calls: list[ollm.ToolCall] = []
         output: list[Any] = []
         usage: ollm.Usage | None = None

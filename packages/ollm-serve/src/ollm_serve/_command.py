@@ -61,6 +61,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="an installed middleware around every request (redact, otel...)",
     )
     parser.add_argument(
+        "--log",
+        action="store_true",
+        help="log every served chat to the conversation log (`ollm logs`; $OLLM_LOGS_PATH); "
+        "off by default: a server's clients do not expect their chats kept",
+    )
+    parser.add_argument(
         "--max-concurrent",
         type=int,
         default=64,
@@ -128,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         model=args.model or os.environ.get("OLLM_MODEL") or None,
         tool_strategy=args.tool_strategy or os.environ.get("OLLM_TOOL_STRATEGY") or "auto",
         middleware=args.middleware,
+        log=args.log,
         settings=ServeSettings(
             api_keys=keys,
             cors=tuple(args.cors),
