@@ -13,8 +13,10 @@ from ollm_llamacpp._machine import physical_cores
 
 __all__ = [
     "DEFAULT_MAX_CONTEXT",
+    "DEFAULT_MAX_TOKENS",
     "ENV_GPU_LAYERS",
     "ENV_MAX_CONTEXT",
+    "ENV_MAX_TOKENS",
     "ENV_MEMORY_CHECK",
     "ENV_MODEL",
     "ENV_MODELS",
@@ -28,11 +30,16 @@ ENV_MODEL = "OLLM_LLAMACPP_MODEL"
 ENV_THREADS = "OLLM_LLAMACPP_THREADS"
 ENV_MAX_CONTEXT = "OLLM_LLAMACPP_MAX_CONTEXT"
 ENV_GPU_LAYERS = "OLLM_LLAMACPP_GPU_LAYERS"
+ENV_MAX_TOKENS = "OLLM_LLAMACPP_MAX_TOKENS"
 ENV_MEMORY_CHECK = "OLLM_LLAMACPP_MEMORY_CHECK"
 
 DEFAULT_MAX_CONTEXT = 8192
 """The largest context a model is loaded with unless asked: a model trained on 128K
 tokens would otherwise reserve gigabytes for a chat of a few hundred."""
+DEFAULT_MAX_TOKENS = 1024
+"""The tokens a reply may take when the request sets no ``max_tokens``: a base model
+asked for JSON, or given a list, goes on until the context is full (minutes, with
+nothing to show under a schema)."""
 DEFAULT_BATCH = 512
 _OFF = {"0", "off", "false", "no"}
 
@@ -58,6 +65,7 @@ class LlamaCppConfig:
     gpu_layers: int
     batch_size: int
     memory_check: bool
+    max_tokens: int = DEFAULT_MAX_TOKENS
 
     @classmethod
     def resolve(
@@ -71,6 +79,7 @@ class LlamaCppConfig:
         batch_size: int | None,
         memory_check: bool | None,
         environ: Mapping[str, str],
+        max_tokens: int | None = None,
     ) -> LlamaCppConfig:
         """Arguments first, then the environment, then the defaults."""
         folder = Path(models_dir).expanduser() if models_dir else models_folder(environ)
@@ -87,6 +96,9 @@ class LlamaCppConfig:
             gpu_layers=_number(gpu_layers, environ, ENV_GPU_LAYERS, "gpu_layers", low=-1) or 0,
             batch_size=_number(batch_size, {}, "", "batch_size") or DEFAULT_BATCH,
             memory_check=check,
+            max_tokens=(
+                _number(max_tokens, environ, ENV_MAX_TOKENS, "max_tokens") or DEFAULT_MAX_TOKENS
+            ),
         )
 
 

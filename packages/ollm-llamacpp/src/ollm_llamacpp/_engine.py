@@ -252,13 +252,15 @@ class Engine:
         stopped: Callable[[], bool],
         emit: Callable[[str], None],
         lstrip: bool = False,
+        grammar: Any = None,
     ) -> Generation:
         """Generate after ``tokens``, handing each piece of text to ``emit``.
 
         Ends at an end-of-generation token, a stop string (not shown), ``max_tokens``,
         the end of the context, or when ``stopped()`` says so, which is asked after
         every token. ``lstrip``: the reply's leading blanks are not shown (after a
-        transcript's ``Assistant:``).
+        transcript's ``Assistant:``). ``grammar``: a ``LlamaGrammar`` every sampled token
+        must keep to (a JSON Schema's), or ``None``.
         """
         llama = self.llama
         room = self.n_ctx - len(tokens)
@@ -284,6 +286,7 @@ class Engine:
             repeat_penalty=sampling.repeat_penalty,
             frequency_penalty=sampling.frequency_penalty,
             presence_penalty=sampling.presence_penalty,
+            grammar=grammar,
         )
         try:
             for token in steps if limit > 0 else ():
