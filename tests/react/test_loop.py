@@ -303,7 +303,7 @@ async def test_discovery_registers_react_through_the_entry_point(
     tools: Any, calls: Any, collect: Any
 ) -> None:
     registries = ollm.discover(settings=ollm.PluginSettings(allow=frozenset({"react"})))
-    assert set(registries.strategies.list()) == {"react", "react-example", "recover"}
+    assert set(registries.strategies.list()) == {"react", "react-example", "json-react", "recover"}
     record = next(r for r in registries.plugins if r.name == "react")
     assert record.status == "loaded"
     assert record.distribution == "ollm-react"
