@@ -55,6 +55,7 @@ from ollm_llamacpp._models import (
     unreadable,
 )
 from ollm_llamacpp._pump import Finished, pump
+from ollm_llamacpp._warm import StateCache, StateKey
 
 __all__ = ["LlamaCppProvider"]
 
@@ -95,7 +96,14 @@ class LlamaCppProvider:
     build of llama-cpp-python), ``batch_size`` (512), ``memory_check``
     (``OLLM_LLAMACPP_MEMORY_CHECK=off`` to load a model the available memory seems
     too small for), ``max_tokens`` (``OLLM_LLAMACPP_MAX_TOKENS``, 1024: the bound on a
-    reply when the request sets none; a notice says when a reply reached it).
+    reply when the request sets none; a notice says when a reply reached it),
+    ``state_dir`` (``OLLM_LLAMACPP_STATE_CACHE``, ``llamacpp-state`` in ollm's data
+    folder; ``False`` or ``off`` for none) with ``OLLM_LLAMACPP_STATE_CACHE_MB`` (1024):
+    warm conversations. After each reply of a request with a ``conversation_id``, the
+    conversation's llama.cpp state is saved there; the next turn, in this process or
+    another (``ollm chat -c``), starts from it instead of reading the history again.
+    A state of another model file, build or context size is never used, and of a
+    changed history only the part still shared (see ``_warm``).
 
     A model with a chat template is prompted through it, and gets tools natively when
     the template takes them; one without (a base model) gets a plain ``User:`` /
@@ -120,6 +128,7 @@ class LlamaCppProvider:
         batch_size: int | None = None,
         memory_check: bool | None = None,
         max_tokens: int | None = None,
+        state_dir: str | Path | bool | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.config = LlamaCppConfig.resolve(
@@ -131,8 +140,11 @@ class LlamaCppProvider:
             batch_size=batch_size,
             memory_check=memory_check,
             max_tokens=max_tokens,
+            state_dir=state_dir,
             environ=os.environ if environ is None else environ,
         )
+        folder = self.config.state_dir
+        self.states = None if folder is None else StateCache(folder, self.config.state_limit)
         self._engine: Engine | None = None
         self._loaded: _Plan | None = None
         self._tokenizers: dict[str, Engine] = {}
@@ -300,6 +312,14 @@ class LlamaCppProvider:
             asked = request.options.max_tokens
             max_tokens = self.config.max_tokens if asked is None else asked
 
+            warm = (
+                None
+                if self.states is None or not request.conversation_id
+                else StateKey.of(request.conversation_id, engine)
+            )
+            if warm is not None and self.states is not None:
+                states = self.states
+                await anyio.to_thread.run_sync(lambda: states.restore(engine, warm, tokens))
             # A JSON Schema (typed output, a constrained tool strategy) becomes a grammar:
             # every token keeps the reply a value of the schema.
             grammar = (
@@ -331,6 +351,10 @@ class LlamaCppProvider:
                     elif not abort.aborted:  # generated before the abort, read after it
                         yield TextEvent(item)
             assert generation is not None
+            if warm is not None and self.states is not None and generation.reason != "cancelled":
+                states = self.states
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(lambda: states.save(engine, warm))
             if (
                 asked is None
                 and generation.reason == "length"
