@@ -181,3 +181,35 @@ async def test_three_bad_steps_end_with_a_format_error_and_the_history_intact(fa
     assert "json-react" in error.message
     assert events[-1].reason == "error"  # type: ignore[union-attr]
     assert client.conversation.messages[0] == ollm.Message.user("What is 17 * 23?")
+
+
+class Holding:
+    """A provider that, like one in the process, holds its model until its stream is
+    closed: each request records how many earlier streams were still open."""
+
+    name = "holding"
+
+    def __init__(self, *replies: str) -> None:
+        self.replies = list(replies)
+        self.open = 0
+        self.open_at_start: list[int] = []
+
+    async def chat_stream(self, request: ollm.ProviderRequest) -> Any:
+        self.open_at_start.append(self.open)
+        self.open += 1
+        try:
+            yield ollm.TextEvent(self.replies.pop(0))
+            yield ollm.FinishEvent("stop")
+        finally:
+            self.open -= 1
+
+
+async def test_each_steps_stream_is_closed_before_the_next_request() -> None:
+    provider = Holding(CALL, ANSWER)
+    client = ollm.ChatClient(
+        registries(), provider=provider, model="m", tools=TOOLS, tool_strategy="json-react"
+    )
+    result = await client.run("What is 17 * 23?")
+    assert result.text == "17 * 23 is 391."
+    assert provider.open_at_start == [0, 0]
+    assert provider.open == 0

@@ -36,6 +36,7 @@ def _worked_example(tool: ToolSchema) -> str:
     arguments, on a made-up question, and shows a whole answer.
     """
     return (
+        "Use only the tools listed above, with their real names and arguments.\n"
         "Example of a whole exchange (made-up tool input and result):\n"
         "User: What is the capital of Peru?\n"
         f"Assistant: Thought: I need the {tool.name} tool for this.\n"
@@ -43,8 +44,7 @@ def _worked_example(tool: ToolSchema) -> str:
         f"Action Input: {example_input(tool.parameters)}\n"
         'User: Observation: {"result": "Lima"}\n'
         "Assistant: Thought: The Observation has what I need.\n"
-        "Final Answer: The capital of Peru is Lima.\n"
-        "Use only the tools listed above, with their real names and arguments."
+        "Final Answer: Lima."
     )
 
 

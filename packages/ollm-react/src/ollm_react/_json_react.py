@@ -39,6 +39,7 @@ from ollm.types import (
 from ollm_react._instructions import render_schema
 from ollm_react._parser import is_placeholder
 from ollm_react._render import result_json
+from ollm_react._strategy import _Inner
 
 __all__ = ["JsonReActStrategy", "step_schema"]
 
@@ -174,21 +175,29 @@ class JsonReActStrategy:
     async def _stream(
         self, provider: ProviderAdapter, request: ProviderRequest
     ) -> AsyncIterator[ProviderEvent]:
-        async for event in provider.chat_stream(request):
-            if isinstance(event, TextEvent):
-                # The JSON itself is never shown: its parts are, once it is whole.
-                self._chunks.append(event.text)
-            elif isinstance(event, FinishEvent):
-                for shown in self._shown():
+        # Closed here, whichever way the step ends: a provider in the process holds its
+        # model until its stream is closed (the next request would wait for it).
+        inner = _Inner(provider.chat_stream(request))
+        try:
+            async for event in inner.events:
+                for shown in self._step_events(event):
                     yield shown
-                yield event
-                return
-            elif isinstance(event, ToolCallEvent):
-                continue  # a native call in a constrained reply: not this protocol's
-            else:
-                yield event
-                if isinstance(event, ErrorEvent):
+                if isinstance(event, (FinishEvent, ErrorEvent)):
                     return
+        finally:
+            await inner.close()
+
+    def _step_events(self, event: ProviderEvent) -> list[ProviderEvent]:
+        """What one provider event shows of the step."""
+        if isinstance(event, TextEvent):
+            # The JSON itself is never shown: its parts are, once it is whole.
+            self._chunks.append(event.text)
+            return []
+        if isinstance(event, FinishEvent):
+            return [*self._shown(), event]
+        if isinstance(event, ToolCallEvent):
+            return []  # a native call in a constrained reply: not this protocol's
+        return [event]
 
     def _shown(self) -> list[ProviderEvent]:
         step = _decode("".join(self._chunks), self._tools)
