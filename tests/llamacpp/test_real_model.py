@@ -9,13 +9,11 @@ strings, and calls a tool through ReAct with a worked example.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import msgspec
 import pytest
-from cli_helpers import OLLM, ollm_env
-from llamacpp_helpers import MODEL, registries_with
+from llamacpp_helpers import MODEL, registries_with, run_ollm
 
 import ollm
 from ollm_llamacpp import LlamaCppProvider
@@ -26,17 +24,6 @@ GREEDY = ollm.GenerationOptions(temperature=0.0)
 # Tokens a counting prompt runs to when nothing stops it: enough to tell "stopped at once"
 # from "ran on", few enough that the slow lane stays short.
 COUNTED = 48
-
-
-def run_ollm(models_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [OLLM, *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-        env=ollm_env(OLLM_LLAMACPP_MODELS=str(models_dir), OLLM_LLAMACPP_THREADS="2"),
-    )
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

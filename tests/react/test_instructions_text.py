@@ -40,16 +40,15 @@ You can use tools to answer. The tools are:
 - now: (no description)
   Arguments (JSON Schema): {"type": "object"}
 
-To use a tool, reply with exactly these three lines, then stop:
-Thought: <your short reasoning>
-Action: <the tool name, one of: meteo, now>
-Action Input: <the arguments as one JSON object>
-The tool's result comes back in the next message, as:
-Observation: <the result, as JSON>
+To use a tool, reply with three lines, then stop: a line that starts with Thought: and \
+gives your short reasoning, a line that starts with Action: and gives the tool name (one \
+of: meteo, now), and a line that starts with Action Input: and gives the arguments as \
+one JSON object. The tool's result comes back in the next message, on a line that starts \
+with Observation:.
 
-When you have what you need, or need no tool, reply with:
-Thought: <your short reasoning>
-Final Answer: <your answer for the user>
+When you have what you need, or need no tool, reply with a line that starts with \
+Thought: and gives your short reasoning, then a line that starts with Final Answer: and \
+gives the answer itself, written out for the user.
 
 Rules:
 - One Action per reply; wait for its Observation before the next one.

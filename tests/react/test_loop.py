@@ -96,7 +96,7 @@ async def test_bad_json_gets_an_observation_and_another_turn(
     assert correction.text.startswith("Observation: Error: your reply could not be used:")
     assert "Expecting value at line 1, column 10" in correction.text
     assert "Action: get_weather\n" in correction.text
-    assert "Final Answer: <your answer for the user>" in correction.text
+    assert "starts with Final Answer: and gives the answer itself" in correction.text
     assert provider.requests[1].messages[-1].text == correction.text
     assert events[-1].reason == "stop"
 
@@ -303,7 +303,7 @@ async def test_discovery_registers_react_through_the_entry_point(
     tools: Any, calls: Any, collect: Any
 ) -> None:
     registries = ollm.discover(settings=ollm.PluginSettings(allow=frozenset({"react"})))
-    assert set(registries.strategies.list()) == {"react", "react-example", "recover"}
+    assert set(registries.strategies.list()) == {"react", "react-example", "json-react", "recover"}
     record = next(r for r in registries.plugins if r.name == "react")
     assert record.status == "loaded"
     assert record.distribution == "ollm-react"

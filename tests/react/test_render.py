@@ -26,7 +26,9 @@ def test_instructions_list_every_tool_exactly(schemas: tuple[ollm.ToolSchema, ..
     for schema in schemas:
         assert f"- {schema.name}: {schema.description}" in text
         assert json.dumps(schema.parameters, ensure_ascii=False) in text
-    assert "Action: <the tool name, one of: get_weather, search, current_time>" in text
+    assert "gives the tool name (one of: get_weather, search, current_time)" in text
+    # No template line with a placeholder a small model would copy as its answer.
+    assert "<" not in text
     assert "Final Answer:" in text
     assert "no code fences" in text
     assert 'Never write "Observation:" yourself' in text
@@ -173,7 +175,8 @@ def test_feedback_names_the_problem_and_both_shapes(schemas: tuple[ollm.ToolSche
     assert "Expecting value at line 1, column 10" in text
     assert "Action: get_weather\n" in text
     assert 'Action Input: {"city": "..."}' in text
-    assert "Final Answer: <your answer for the user>" in text
+    assert "starts with Final Answer: and gives the answer itself" in text
+    assert "<your" not in text
 
 
 def test_unknown_tool_feedback_lists_the_tools(schemas: tuple[ollm.ToolSchema, ...]) -> None:
@@ -183,29 +186,38 @@ def test_unknown_tool_feedback_lists_the_tools(schemas: tuple[ollm.ToolSchema, .
     assert "there is no tool named 'weather'" in text
     assert "Did you mean get_weather?" in text
     assert "The tools are: get_weather, search, current_time." in text
-    assert "Action: <one of: get_weather, search, current_time>" in text
+    assert "gives the tool name (one of: get_weather, search, current_time)" in text
 
 
 # -- word for word: every correction, the wrap-up request, Observations, the history ----
 
 MISSING_INPUT = "Action: search"
 THOUGHT = "Thought: Paris is in France."
-ALL_TOOLS = "<one of: get_weather, search, current_time>"
+ALL_TOOLS = "get_weather, search, current_time"
 EXAMPLE_Q = '{"q": "..."}'
 
 
-def shapes(action: str = ALL_TOOLS, arguments: str = "<one JSON object>") -> str:
-    """The two reply shapes every correction ends with."""
-    return (
-        "Reply in exactly one of these two shapes.\n"
-        "To use a tool:\n"
-        "Thought: <your short reasoning>\n"
-        f"Action: {action}\n"
-        f"Action Input: {arguments}\n"
-        "To answer:\n"
-        "Thought: <your short reasoning>\n"
-        "Final Answer: <your answer for the user>"
-    )
+ANSWER_SHAPE = (
+    "To answer, write a line that starts with Thought: and gives your short reasoning, "
+    "then a line that starts with Final Answer: and gives the answer itself."
+)
+
+
+def shapes(action: str = ALL_TOOLS, arguments: str | None = None) -> str:
+    """The two reply shapes every correction ends with: ``action`` is the tool of the
+    problem (with its ``arguments``), else the names of all the tools."""
+    if arguments is None:
+        use = (
+            "To use a tool, write a Thought line, then a line that starts with Action: and "
+            f"gives the tool name (one of: {action}), then a line that starts with Action "
+            "Input: and gives the arguments as one JSON object."
+        )
+    else:
+        use = (
+            f"To use {action}, write a Thought line, then these two lines (with the "
+            f"arguments your question needs):\nAction: {action}\nAction Input: {arguments}"
+        )
+    return f"Reply in exactly one of these two shapes.\n{use}\n{ANSWER_SHAPE}"
 
 
 UNUSABLE = "Observation: Error: your reply could not be used:"
@@ -219,34 +231,34 @@ UNUSABLE = "Observation: Error: your reply could not be used:"
             f"{UNUSABLE} the reply was empty. Write a Thought, then an Action with its "
             "Action Input, or a Final Answer.",
             ALL_TOOLS,
-            "<one JSON object>",
+            None,
         ),
         (
             THOUGHT,
             f"{UNUSABLE} the reply had a Thought but no Action and no Final Answer. "
             "After the Thought, write an Action with its Action Input, or a Final Answer.",
             ALL_TOOLS,
-            "<one JSON object>",
+            None,
         ),
         (
             "Final Answer:",
             f"{UNUSABLE} the Final Answer was empty. Write the answer itself after "
             "'Final Answer:'.",
             ALL_TOOLS,
-            "<one JSON object>",
+            None,
         ),
         (
             'Action Input: {"query": "x"}',
             f"{UNUSABLE} the reply had an Action Input but no Action line before it. "
             "Write the Action line (the tool name) before its Action Input.",
             ALL_TOOLS,
-            "<one JSON object>",
+            None,
         ),
         (
             "Action:",
             f"{UNUSABLE} the Action line had no tool name. Write the tool name after 'Action:'.",
             ALL_TOOLS,
-            "<one JSON object>",
+            None,
         ),
         (
             MISSING_INPUT,
@@ -269,14 +281,14 @@ UNUSABLE = "Observation: Error: your reply could not be used:"
             "Observation: Error: there is no tool named 'serch'. Did you mean search? The "
             "tools are: get_weather, search, current_time. Use one of these names exactly.",
             ALL_TOOLS,
-            "<one JSON object>",
+            None,
         ),
         (
             "Action: launch_rocket\nAction Input: {}",
             "Observation: Error: there is no tool named 'launch_rocket'. The tools are: "
             "get_weather, search, current_time. Use one of these names exactly.",
             ALL_TOOLS,
-            "<one JSON object>",
+            None,
         ),
     ],
 )
@@ -284,7 +296,7 @@ def test_every_correction_word_for_word(
     reply: str,
     first_line: str,
     action: str,
-    arguments: str,
+    arguments: str | None,
     schemas: tuple[ollm.ToolSchema, ...],
 ) -> None:
     parsed = parse_reply(reply, schemas)
@@ -309,7 +321,7 @@ def test_every_correction_word_for_word(
 def test_a_correction_without_tools_says_there_are_none(reply: str, first_line: str) -> None:
     parsed = parse_reply(reply, ())
     assert isinstance(parsed, FormatProblem)
-    assert feedback(parsed, ()) == f"{first_line}\n{shapes('<one of: (none)>')}"
+    assert feedback(parsed, ()) == f"{first_line}\n{shapes('(none)')}"
 
 
 def test_a_correction_quotes_the_models_own_words_as_written() -> None:
@@ -334,9 +346,7 @@ def test_the_wrap_up_request_word_for_word() -> None:
     assert wrap_up_prompt() == (
         "Observation: You have used all the tool calls allowed for this question. "
         "Do not use any tool now. Reply with your best answer from what you already "
-        "know, in this shape:\n"
-        "Thought: <your short reasoning>\n"
-        "Final Answer: <your answer for the user>"
+        f"know. {ANSWER_SHAPE}"
     )
 
 

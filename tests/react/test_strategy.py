@@ -43,6 +43,7 @@ def test_each_strategy_answers_to_its_registry_name() -> None:
         "recover": "recover",
         "react": "react",
         "react-example": "react-example",
+        "json-react": "json-react",
     }
 
 

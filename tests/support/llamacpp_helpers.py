@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import subprocess
 import tempfile
 from pathlib import Path
+
+from cli_helpers import OLLM, ollm_env
 
 import ollm
 
@@ -40,3 +43,15 @@ def registries_with(provider: ollm.ProviderAdapter) -> ollm.Registries:
     registries = ollm.discover()
     registries.providers.register(provider, replace=True)
     return registries
+
+
+def run_ollm(models_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``ollm ARGS`` on the models folder ``models_dir``, with two threads."""
+    return subprocess.run(
+        [OLLM, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        env=ollm_env(OLLM_LLAMACPP_MODELS=str(models_dir), OLLM_LLAMACPP_THREADS="2"),
+    )

@@ -13,11 +13,15 @@ from ollm_llamacpp._machine import physical_cores
 
 __all__ = [
     "DEFAULT_MAX_CONTEXT",
+    "DEFAULT_MAX_TOKENS",
     "ENV_GPU_LAYERS",
     "ENV_MAX_CONTEXT",
+    "ENV_MAX_TOKENS",
     "ENV_MEMORY_CHECK",
     "ENV_MODEL",
     "ENV_MODELS",
+    "ENV_STATE_CACHE",
+    "ENV_STATE_CACHE_MB",
     "ENV_THREADS",
     "LlamaCppConfig",
     "models_folder",
@@ -28,11 +32,20 @@ ENV_MODEL = "OLLM_LLAMACPP_MODEL"
 ENV_THREADS = "OLLM_LLAMACPP_THREADS"
 ENV_MAX_CONTEXT = "OLLM_LLAMACPP_MAX_CONTEXT"
 ENV_GPU_LAYERS = "OLLM_LLAMACPP_GPU_LAYERS"
+ENV_MAX_TOKENS = "OLLM_LLAMACPP_MAX_TOKENS"
+ENV_STATE_CACHE = "OLLM_LLAMACPP_STATE_CACHE"
+ENV_STATE_CACHE_MB = "OLLM_LLAMACPP_STATE_CACHE_MB"
 ENV_MEMORY_CHECK = "OLLM_LLAMACPP_MEMORY_CHECK"
 
 DEFAULT_MAX_CONTEXT = 8192
 """The largest context a model is loaded with unless asked: a model trained on 128K
 tokens would otherwise reserve gigabytes for a chat of a few hundred."""
+DEFAULT_MAX_TOKENS = 1024
+"""The tokens a reply may take when the request sets no ``max_tokens``: a base model
+asked for JSON, or given a list, goes on until the context is full (minutes, with
+nothing to show under a schema)."""
+DEFAULT_STATE_CACHE_MB = 1024
+"""The size limit of the folder of saved conversation states (the oldest go first)."""
 DEFAULT_BATCH = 512
 _OFF = {"0", "off", "false", "no"}
 
@@ -58,6 +71,9 @@ class LlamaCppConfig:
     gpu_layers: int
     batch_size: int
     memory_check: bool
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    state_dir: Path | None = None
+    state_limit: int = DEFAULT_STATE_CACHE_MB * 1024 * 1024
 
     @classmethod
     def resolve(
@@ -71,6 +87,8 @@ class LlamaCppConfig:
         batch_size: int | None,
         memory_check: bool | None,
         environ: Mapping[str, str],
+        max_tokens: int | None = None,
+        state_dir: str | Path | bool | None = None,
     ) -> LlamaCppConfig:
         """Arguments first, then the environment, then the defaults."""
         folder = Path(models_dir).expanduser() if models_dir else models_folder(environ)
@@ -87,7 +105,30 @@ class LlamaCppConfig:
             gpu_layers=_number(gpu_layers, environ, ENV_GPU_LAYERS, "gpu_layers", low=-1) or 0,
             batch_size=_number(batch_size, {}, "", "batch_size") or DEFAULT_BATCH,
             memory_check=check,
+            max_tokens=(
+                _number(max_tokens, environ, ENV_MAX_TOKENS, "max_tokens") or DEFAULT_MAX_TOKENS
+            ),
+            state_dir=_state_dir(state_dir, environ),
+            state_limit=1024
+            * 1024
+            * (_number(None, environ, ENV_STATE_CACHE_MB, "") or DEFAULT_STATE_CACHE_MB),
         )
+
+
+def _state_dir(value: str | Path | bool | None, environ: Mapping[str, str]) -> Path | None:
+    """Where conversation states are saved: the argument (``False``: nowhere), else
+    ``OLLM_LLAMACPP_STATE_CACHE`` (``off``: nowhere), else ``llamacpp-state`` in ollm's
+    data folder."""
+    if value is False:
+        return None
+    if isinstance(value, (str, Path)) and str(value):
+        return Path(value).expanduser()
+    text = environ.get(ENV_STATE_CACHE, "").strip()
+    if text.lower() in _OFF:
+        return None
+    if text:
+        return Path(text).expanduser()
+    return data_dir(environ) / "llamacpp-state"
 
 
 def _number(

@@ -32,7 +32,7 @@ from ollm_llamacpp._gguf import GGUFInfo
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-__all__ = ["Engine", "Generation", "Sampling", "StopScanner", "load_engine"]
+__all__ = ["Engine", "Generation", "Sampling", "StopScanner", "common_prefix", "load_engine"]
 
 log = logging.getLogger(__name__)
 llama_log = logging.getLogger("ollm_llamacpp.llama_cpp")
@@ -252,18 +252,20 @@ class Engine:
         stopped: Callable[[], bool],
         emit: Callable[[str], None],
         lstrip: bool = False,
+        grammar: Any = None,
     ) -> Generation:
         """Generate after ``tokens``, handing each piece of text to ``emit``.
 
         Ends at an end-of-generation token, a stop string (not shown), ``max_tokens``,
         the end of the context, or when ``stopped()`` says so, which is asked after
         every token. ``lstrip``: the reply's leading blanks are not shown (after a
-        transcript's ``Assistant:``).
+        transcript's ``Assistant:``). ``grammar``: a ``LlamaGrammar`` every sampled token
+        must keep to (a JSON Schema's), or ``None``.
         """
         llama = self.llama
         room = self.n_ctx - len(tokens)
         limit = room if max_tokens is None else min(max_tokens, room)
-        cached = _common_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens)
+        cached = common_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens)
         llama.set_seed(self._default_seed if sampling.seed is None else sampling.seed)
         scanner = StopScanner(stops)
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -284,6 +286,7 @@ class Engine:
             repeat_penalty=sampling.repeat_penalty,
             frequency_penalty=sampling.frequency_penalty,
             presence_penalty=sampling.presence_penalty,
+            grammar=grammar,
         )
         try:
             for token in steps if limit > 0 else ():
@@ -318,6 +321,54 @@ class Engine:
         ended = time.perf_counter_ns()
         return Generation(reason, len(tokens), cached, count, first - started, ended - first)
 
+    def cached_prefix(self, tokens: Sequence[int]) -> int:
+        """How many of ``tokens`` the context holds from the start."""
+        llama = self.llama
+        return common_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens)
+
+    def save_state(self) -> tuple[bytes, list[int]] | None:
+        """The context's state (its KV cache) and the tokens it holds; ``None`` when
+        it holds none. Not llama-cpp-python's ``save_state``: that one copies the
+        logits of a whole batch too (hundreds of MiB with a large vocabulary)."""
+        import llama_cpp
+
+        llama = self.llama
+        count = llama.n_tokens
+        if count <= 0:
+            return None
+        ctx = llama.ctx
+        size = int(llama_cpp.llama_state_get_size(ctx))
+        buffer = (ctypes.c_uint8 * size)()
+        written = int(llama_cpp.llama_state_get_data(ctx, buffer, size))
+        if written <= 0 or written > size:
+            return None
+        return bytes(buffer)[:written], llama.input_ids[:count].tolist()
+
+    def load_state(self, data: bytes, tokens: Sequence[int]) -> bool:
+        """Put a state ``save_state`` gave back into the context; ``False`` (and an
+        empty context) when llama.cpp refuses it or it holds more than fits."""
+        import llama_cpp
+
+        llama = self.llama
+        if len(tokens) > self.n_ctx:
+            return False
+        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if int(llama_cpp.llama_state_set_data(llama.ctx, buffer, len(data))) != len(data):
+            self._forget()
+            return False
+        llama.input_ids[: len(tokens)] = tokens
+        llama.n_tokens = len(tokens)
+        # The logits are not the live decode's: the next prompt replays its last token.
+        llama._requires_eval = True
+        return True
+
+    def _forget(self) -> None:
+        """An empty context: nothing in it can be taken for a prefix of a prompt."""
+        llama = self.llama
+        llama.n_tokens = 0
+        with contextlib.suppress(Exception):
+            llama._ctx.kv_cache_clear()  # type: ignore[no-untyped-call]
+
     def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], int]:
         """One normalised vector per text, and the tokens read."""
         vectors, count = self.llama.embed(list(texts), normalize=True, return_count=True)
@@ -328,7 +379,7 @@ class Engine:
         self.llama.close()
 
 
-def _common_prefix(done: Sequence[int], tokens: Sequence[int]) -> int:
+def common_prefix(done: Sequence[int], tokens: Sequence[int]) -> int:
     """How many of ``tokens`` the context already holds (llama-cpp-python reuses them)."""
     count = 0
     for a, b in zip(done, tokens, strict=False):

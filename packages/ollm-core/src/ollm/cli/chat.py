@@ -514,7 +514,9 @@ def _check_model(
         if names:
             hint = f" Your models: {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}."
         elif names is not None:
-            hint = " You have none yet: ollm models pull llama3.2"
+            from ollm.cli.models import no_models_hint
+
+            hint = f" You have none yet. {no_models_hint(provider)}"
     raise InvalidRequestError(
         f"no model chosen. Pass -m MODEL, or set OLLM_MODEL.{hint}", provider=provider.name
     )

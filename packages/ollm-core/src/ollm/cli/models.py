@@ -36,7 +36,7 @@ def run_models(args: argparse.Namespace, terminal: Terminal) -> int:
             )
         if action == "list":
             models = _call(config, provider, provider.list_models)
-            _print_list(models, terminal, args.json)
+            _print_list(models, terminal, args.json, no_models_hint(provider))
         else:
             model = _call(config, provider, lambda: provider.show_model(args.name))
             _print_show(model, terminal, args.json)
@@ -88,12 +88,21 @@ def _pull(provider: ModelManagement, name: str, config: CliConfig, terminal: Ter
     return EXIT_OK
 
 
-def _print_list(models: list[ModelInfo], terminal: Terminal, as_json: bool) -> None:
+def no_models_hint(provider: object) -> str:
+    """What to do when ``provider`` has no model yet: its own ``models_hint`` (a GGUF
+    folder has no pull), else Ollama's way."""
+    hint = getattr(provider, "models_hint", None)
+    if isinstance(hint, str) and hint:
+        return hint
+    return "Get one with: ollm models pull llama3.2"
+
+
+def _print_list(models: list[ModelInfo], terminal: Terminal, as_json: bool, hint: str) -> None:
     if as_json:
         terminal.write(msgspec.json.encode(models).decode() + "\n")
         return
     if not models:
-        terminal.write("No models yet. Get one with: ollm models pull llama3.2\n")
+        terminal.write(f"No models yet. {hint}\n")
         return
     # Columns a provider fills only for some models (a GGUF file's header says them all):
     # shown when one of the listed models has a value.

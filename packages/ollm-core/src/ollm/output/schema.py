@@ -1,6 +1,9 @@
 """``OutputType``: what a chat's ``output=`` asks for, as a JSON Schema and a validator.
 
-Validation is msgspec's: a Python type is decoded with ``msgspec.json.decode(text,
+A pydantic model (any class with ``model_json_schema()`` and ``model_validate_json``:
+found by duck typing, so core has no pydantic dependency) gives its own schema and is
+validated by pydantic itself, its validators included. Otherwise validation is
+msgspec's: a Python type is decoded with ``msgspec.json.decode(text,
 type=T)``; a JSON Schema dict is first made into the msgspec type it describes (objects
 become structs, ``enum`` a ``Literal``, bounds ``msgspec.Meta``), and its value is the
 decoded JSON itself. A keyword that has no msgspec equivalent accepts any value there:
@@ -61,17 +64,27 @@ class OutputType:
     kinds (msgspec cannot make a schema of it).
     """
 
-    __slots__ = ("_check", "_decoder", "_given", "_plain", "name", "schema")
+    __slots__ = ("_check", "_decoder", "_given", "_model", "_plain", "name", "schema")
 
     def __init__(self, given: Any) -> None:
         self._given = given
         self._decoder: msgspec.json.Decoder[Any]
-        if isinstance(given, dict):
+        self._model: Any = None
+        target: Any
+        if _is_model_class(given):
+            schema = given.model_json_schema()
+            if not isinstance(schema, dict):
+                raise TypeError(f"{given!r}.model_json_schema() gave no JSON Schema object")
+            self.schema = _root_inlined(copy.deepcopy(schema))
+            self._model = given
+            target = Any
+            self._plain = True
+        elif isinstance(given, dict):
             too_large = schema_too_large(given)
             if too_large is not None:
                 raise ValueError(f"output: {too_large}")
             self.schema = _root_inlined(copy.deepcopy(given))
-            target: Any = _JSONSchemaType(given).type_of(given, 0)
+            target = _JSONSchemaType(given).type_of(given, 0)
             try:
                 msgspec.json.Decoder(target)
             except TypeError:
@@ -82,9 +95,9 @@ class OutputType:
                 schema, decoder = (_of_type if _hashable(given) else _made)(given)
             except (TypeError, ValueError) as exc:
                 raise TypeError(
-                    f"output must be a msgspec Struct, a dataclass, a TypedDict, a Literal, "
-                    f"an enum, a list of those, or a JSON Schema dict; {given!r} is not "
-                    f"one ({exc})"
+                    "output must be a pydantic model, a msgspec Struct, a dataclass, a "
+                    "TypedDict, a Literal, an enum, a list of those, or a JSON Schema dict; "
+                    f"{given!r} is not one ({exc})"
                 ) from None
             self.schema = copy.deepcopy(schema)  # the caller's to change
             self._decoder = decoder
@@ -109,6 +122,8 @@ class OutputType:
             value = self._decoder.decode(text)
             if nests_deeper_than(value):
                 raise RecursionError
+            if self._model is not None:
+                return self._validated(text)
             if self._plain:
                 msgspec.convert(value, self._check)
         except msgspec.ValidationError as exc:
@@ -122,9 +137,49 @@ class OutputType:
             raise OutputMismatch(errors, not_json=False) from None
         return value
 
+    def _validated(self, text: str) -> Any:
+        """``text`` (JSON already) validated by the pydantic model itself."""
+        try:
+            return self._model.model_validate_json(text)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise OutputMismatch(_model_errors(exc), not_json=False) from None
+
     def encode(self, value: Any) -> str:
         """``value`` as the JSON a model would write for it."""
+        dump = getattr(value, "model_dump_json", None)
+        if callable(dump):
+            return str(dump())
         return msgspec.json.encode(value).decode()
+
+
+def _is_model_class(given: Any) -> bool:
+    """Whether ``given`` is a pydantic model class, or quacks like one."""
+    return (
+        isinstance(given, type)
+        and callable(getattr(given, "model_json_schema", None))
+        and callable(getattr(given, "model_validate_json", None))
+    )
+
+
+def _model_errors(exc: ValueError) -> tuple[str, ...]:
+    """A pydantic ``ValidationError`` as ``$.path: what`` lines (its ``errors()``)."""
+    errors = getattr(exc, "errors", None)
+    found: list[str] = []
+    if callable(errors):
+        try:
+            listed = errors()
+        except Exception:  # a look-alike whose errors() fails: its message is the error
+            listed = []
+        for error in listed if isinstance(listed, list) else []:
+            if not isinstance(error, dict):
+                continue
+            path = "$" + "".join(
+                f"[{part}]" if isinstance(part, int) else f".{part}"
+                for part in error.get("loc", ())
+            )
+            what = str(error.get("msg", "invalid"))
+            found.append(f"{path}: {what[:1].lower()}{what[1:]}")
+    return tuple(found) or (f"$: {exc}",)
 
 
 def schema_too_large(schema: object) -> str | None:

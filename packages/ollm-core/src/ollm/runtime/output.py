@@ -142,9 +142,11 @@ class OutputStep:
             provider, model = self.key
             events.append(
                 NoticeEvent(
-                    f"The {provider} server ignored the JSON Schema constraint for {model} "
-                    "and answered prose; this client asks for the value in the prompt "
-                    "alone from now on.",
+                    # Named as what it is: a provider in the process has no server, and
+                    # one that cannot constrain was sent nothing it could obey.
+                    f"{model} ({provider}) answered prose although the request asked for a "
+                    "JSON value (response_format); this client asks for the value in the "
+                    "prompt alone from now on.",
                     kind="format_ignored",
                 )
             )

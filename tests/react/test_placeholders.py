@@ -1,0 +1,66 @@
+"""A reply that copies a template's placeholder is a failed step, never the answer
+(issue 44: a 270M model answered ``<the answer for the user>``, and ollm showed it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ollm
+from ollm_react import FormatProblem, ParsedAnswer, build_instructions, parse_reply
+from ollm_testutils import Reply, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Thought: done.\nFinal Answer: <the answer for the user>",
+        "Final Answer: <your answer for the user>",
+        "Final Answer:   < your final answer >  ",
+        # no marker at all: the implicit answer is the placeholder too
+        "<the answer for the user>",
+    ],
+)
+def test_a_placeholder_answer_is_a_problem(reply: str) -> None:
+    parsed = parse_reply(reply)
+    assert isinstance(parsed, FormatProblem)
+    assert parsed.kind == "placeholder"
+    assert "placeholder" in parsed.detail
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["391", "<b>", "Use <br> for a break.", "<3 you", "a < b and c > d", "<tag>"],
+)
+def test_answers_with_angle_brackets_stay_answers(answer: str) -> None:
+    parsed = parse_reply(f"Final Answer: {answer}")
+    assert parsed == ParsedAnswer(answer)
+
+
+def test_the_instructions_hold_no_copyable_placeholder(schemas: Any) -> None:
+    for example in (False, True):
+        text = build_instructions(schemas, worked_example=example)
+        assert "<" not in text
+        assert ">" not in text
+
+
+async def test_a_placeholder_reply_gets_a_correction_and_the_real_answer_counts(
+    registries: ollm.Registries, tools: Any, collect: Any
+) -> None:
+    provider = ScriptedProvider(
+        Reply("Thought: easy.\nFinal Answer: <the answer for the user>"),
+        Reply("Thought: easy.\nFinal Answer: 391"),
+    )
+    chat = ollm.ChatClient(registries, provider=provider, tools=tools, tool_strategy="react")
+    events = await collect(chat.chat("What is 17 * 23?"))
+
+    assert events[-1].reason == "stop"
+    assert not [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    correction = provider.requests[1].messages[-1]
+    assert correction.role == "user"
+    assert "placeholder" in correction.text
+    assert "Write the real answer" in correction.text
+    assert chat.conversation.messages[-1] == ollm.Message.assistant("391", thinking="easy.")
