@@ -145,6 +145,20 @@ def test_the_memory_check_is_read_from_the_environment(value: str, check: bool) 
     assert _resolve({"OLLM_LLAMACPP_MEMORY_CHECK": value}, memory_check=True).memory_check
 
 
+def test_conversation_states_go_beside_the_log_and_nowhere_when_it_is_off(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "logs" / "logs.db"
+    assert _resolve({"OLLM_LOGS_PATH": str(log)}).state_dir == log.parent / "llamacpp-state"
+    # A chat kept out of the log (OLLM_LOGS=off, `ollm chat --no-log`) is kept off the disk.
+    assert _resolve({"OLLM_LOGS_PATH": str(log), "OLLM_LOGS": "off"}).state_dir is None
+    # Said outright, a folder wins.
+    chosen = {"OLLM_LOGS": "off", "OLLM_LLAMACPP_STATE_CACHE": str(tmp_path / "s")}
+    assert _resolve(chosen).state_dir == tmp_path / "s"
+    assert _resolve({"OLLM_LLAMACPP_STATE_CACHE": "off"}).state_dir is None
+    assert _resolve({"OLLM_LOGS": "off"}, state_dir=tmp_path).state_dir == tmp_path
+
+
 @pytest.mark.anyio
 async def test_a_name_that_starts_two_models_names_both(anyio_backend: str, tmp_path: Path) -> None:
     for name in ("qwen-small", "qwen-large"):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ollm.errors import InvalidRequestError
-from ollm.logs import data_dir
+from ollm.logs import data_dir, logging_enabled, logs_path
 from ollm_llamacpp._machine import physical_cores
 
 __all__ = [
@@ -117,8 +117,10 @@ class LlamaCppConfig:
 
 def _state_dir(value: str | Path | bool | None, environ: Mapping[str, str]) -> Path | None:
     """Where conversation states are saved: the argument (``False``: nowhere), else
-    ``OLLM_LLAMACPP_STATE_CACHE`` (``off``: nowhere), else ``llamacpp-state`` in ollm's
-    data folder."""
+    ``OLLM_LLAMACPP_STATE_CACHE`` (``off``: nowhere), else ``llamacpp-state`` beside the
+    conversation log, and nowhere when the log is off (``OLLM_LOGS=off``, which
+    ``ollm chat --no-log`` sets): a state holds the conversation, and a chat kept out of
+    the log is kept off the disk."""
     if value is False:
         return None
     if isinstance(value, (str, Path)) and str(value):
@@ -128,7 +130,9 @@ def _state_dir(value: str | Path | bool | None, environ: Mapping[str, str]) -> P
         return None
     if text:
         return Path(text).expanduser()
-    return data_dir(environ) / "llamacpp-state"
+    if not logging_enabled(environ):
+        return None
+    return logs_path(environ).parent / "llamacpp-state"
 
 
 def _number(

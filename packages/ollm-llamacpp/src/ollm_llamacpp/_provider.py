@@ -97,8 +97,9 @@ class LlamaCppProvider:
     (``OLLM_LLAMACPP_MEMORY_CHECK=off`` to load a model the available memory seems
     too small for), ``max_tokens`` (``OLLM_LLAMACPP_MAX_TOKENS``, 1024: the bound on a
     reply when the request sets none; a notice says when a reply reached it),
-    ``state_dir`` (``OLLM_LLAMACPP_STATE_CACHE``, ``llamacpp-state`` in ollm's data
-    folder; ``False`` or ``off`` for none) with ``OLLM_LLAMACPP_STATE_CACHE_MB`` (1024):
+    ``state_dir`` (``OLLM_LLAMACPP_STATE_CACHE``, ``llamacpp-state`` beside the
+    conversation log, none when the log is off; ``False`` or ``off`` for none) with
+    ``OLLM_LLAMACPP_STATE_CACHE_MB`` (1024):
     warm conversations. After each reply of a request with a ``conversation_id``, the
     conversation's llama.cpp state is saved there; the next turn, in this process or
     another (``ollm chat -c``), starts from it instead of reading the history again.

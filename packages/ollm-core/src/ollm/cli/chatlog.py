@@ -19,6 +19,7 @@ goes to a new conversation that branches from it, with a note naming it.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -78,6 +79,10 @@ class ChatLog:
         from ollm.logs import LogStore, LogsUnavailableError, logging_enabled
 
         reads = bool(args.resume or args.cid)
+        if args.no_log:
+            # For the whole process: a plugin that would keep some of the conversation
+            # (ollm-llamacpp's saved states) sees the log off, as with OLLM_LOGS=off.
+            os.environ["OLLM_LOGS"] = "off"
         write = not args.no_log and logging_enabled()
         if not reads and not write:
             return cls(None, terminal, write=False)
