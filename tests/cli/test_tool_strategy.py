@@ -6,7 +6,7 @@ import pytest
 
 from ollm_testutils import FakeOllamaServer, OllamaReply
 
-KNOWN = "auto, native, recover, react, react-example"
+KNOWN = "auto, native, recover, react, react-example, json-react"
 EXAMPLE = "Example of a whole exchange"  # what only react-example's instructions have
 
 
