@@ -87,3 +87,32 @@ async def test_a_log_that_cannot_be_written_never_fails_the_request(
     assert answer.status_code == 200, answer.text
     assert "Rayleigh" in answer.text
     assert "served but not logged" in caplog.text
+
+
+async def test_a_reply_that_calls_the_clients_tools_is_logged_with_its_calls(
+    registries: ollm.Registries,
+    scripted: ScriptedProvider,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    logs = tmp_path / "logs.db"
+    monkeypatch.setenv("OLLM_LOGS_PATH", str(logs))
+    scripted.add(Reply(tool_calls=[("get_weather", {"city": "Oslo"})]))
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+    app = create_app(("scripted",), registries=registries, log=True)
+    async with asgi_client(app) as http:
+        answer = await http.post("/v1/chat/completions", json={**CHAT, "tools": [tool]})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["finish_reason"] == "tool_calls"
+    with LogStore(logs, readonly=True) as store:
+        info = store.latest()
+        assert info is not None
+        messages = store.load(info.id).messages
+    (reply,) = [m for m in messages if m.role == "assistant"]
+    assert [(c.name, c.args) for c in reply.tool_calls] == [("get_weather", {"city": "Oslo"})]

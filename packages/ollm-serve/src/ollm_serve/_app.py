@@ -263,45 +263,49 @@ class ServeApp:
     async def _openai_chat(self, body: Any, reply: _Reply, abort: ollm.AbortSignal) -> None:
         job, stream, include_usage = _openai.read_chat(body)
         ident = _openai.new_id()
-        events = self.backend.chat(job, abort)
-        if not stream:
-            content, thinking, end = await _whole(events)
-            await reply.json(200, _openai.completion(ident, job.model, content, thinking, end))
-            return
-        created = int(time.time())
-        first = await anext(events)
-        if isinstance(first, Failed):
-            # Nothing sent yet: a proper error status.
-            raise _refused(first)
-        await reply.start(200, b"text/event-stream", stream=True)
-        await reply.body(
-            _openai.chunk(ident, created, job.model, {"role": "assistant", "content": ""})
-        )
-        async for event in _prepend(first, events):
-            if isinstance(event, Delta):
-                delta = (
-                    {"content": event.text} if event.text else {"reasoning_content": event.thinking}
-                )
-                await reply.body(_openai.chunk(ident, created, job.model, delta))
-            elif isinstance(event, Failed):
-                error = _openai.error_body(_refused(event))
-                await reply.body(b"data: " + error + b"\n\n")
-            elif isinstance(event, Done):
-                if event.content is not None:
-                    await reply.body(
-                        _openai.chunk(ident, created, job.model, {"content": event.content})
+        # Closed as soon as the route is done with it, whole replies too: the chat
+        # settles (its stream, its connection, its log) now, not when collected.
+        async with contextlib.aclosing(self.backend.chat(job, abort)) as events:
+            if not stream:
+                content, thinking, end = await _whole(events)
+                await reply.json(200, _openai.completion(ident, job.model, content, thinking, end))
+                return
+            created = int(time.time())
+            first = await anext(events)
+            if isinstance(first, Failed):
+                # Nothing sent yet: a proper error status.
+                raise _refused(first)
+            await reply.start(200, b"text/event-stream", stream=True)
+            await reply.body(
+                _openai.chunk(ident, created, job.model, {"role": "assistant", "content": ""})
+            )
+            async for event in _prepend(first, events):
+                if isinstance(event, Delta):
+                    delta = (
+                        {"content": event.text}
+                        if event.text
+                        else {"reasoning_content": event.thinking}
                     )
-                if event.tool_calls:
-                    calls = _openai.tool_calls_body(event.tool_calls, indexed=True)
-                    await reply.body(
-                        _openai.chunk(ident, created, job.model, {"tool_calls": calls})
-                    )
-                await reply.body(_openai.chunk(ident, created, job.model, {}, event.reason))
-                if include_usage:
-                    await reply.body(
-                        _openai.chunk(ident, created, job.model, None, usage=event.usage)
-                    )
-        await reply.body(b"data: [DONE]\n\n", more=False)
+                    await reply.body(_openai.chunk(ident, created, job.model, delta))
+                elif isinstance(event, Failed):
+                    error = _openai.error_body(_refused(event))
+                    await reply.body(b"data: " + error + b"\n\n")
+                elif isinstance(event, Done):
+                    if event.content is not None:
+                        await reply.body(
+                            _openai.chunk(ident, created, job.model, {"content": event.content})
+                        )
+                    if event.tool_calls:
+                        calls = _openai.tool_calls_body(event.tool_calls, indexed=True)
+                        await reply.body(
+                            _openai.chunk(ident, created, job.model, {"tool_calls": calls})
+                        )
+                    await reply.body(_openai.chunk(ident, created, job.model, {}, event.reason))
+                    if include_usage:
+                        await reply.body(
+                            _openai.chunk(ident, created, job.model, None, usage=event.usage)
+                        )
+            await reply.body(b"data: [DONE]\n\n", more=False)
 
     async def _openai_models(self, reply: _Reply) -> None:
         names = await self._model_names()
@@ -338,25 +342,29 @@ class ServeApp:
     async def _ollama_chat(self, body: Any, reply: _Reply, abort: ollm.AbortSignal) -> None:
         job, stream = _ollama.read_chat(body)
         started = time.perf_counter()
-        events = self.backend.chat(job, abort)
-        if not stream:
-            content, thinking, end = await _whole(events)
-            await reply.json(200, _ollama.final_chunk(job.model, end, started, content, thinking))
-            return
-        first = await anext(events)
-        if isinstance(first, Failed):
-            raise _refused(first)
-        await reply.start(200, b"application/x-ndjson", stream=True)
-        async for event in _prepend(first, events):
-            if isinstance(event, Delta):
-                await reply.body(_ollama.chat_chunk(job.model, event.text, event.thinking))
-            elif isinstance(event, Failed):
-                await reply.body(_ollama.error_body(_refused(event)) + b"\n")
-            elif isinstance(event, Done):
-                await reply.body(
-                    _ollama.final_chunk(job.model, event, started, event.content or "")
+        # Closed as soon as the route is done with it, whole replies too: the chat
+        # settles (its stream, its connection, its log) now, not when collected.
+        async with contextlib.aclosing(self.backend.chat(job, abort)) as events:
+            if not stream:
+                content, thinking, end = await _whole(events)
+                await reply.json(
+                    200, _ollama.final_chunk(job.model, end, started, content, thinking)
                 )
-        await reply.body(b"", more=False)
+                return
+            first = await anext(events)
+            if isinstance(first, Failed):
+                raise _refused(first)
+            await reply.start(200, b"application/x-ndjson", stream=True)
+            async for event in _prepend(first, events):
+                if isinstance(event, Delta):
+                    await reply.body(_ollama.chat_chunk(job.model, event.text, event.thinking))
+                elif isinstance(event, Failed):
+                    await reply.body(_ollama.error_body(_refused(event)) + b"\n")
+                elif isinstance(event, Done):
+                    await reply.body(
+                        _ollama.final_chunk(job.model, event, started, event.content or "")
+                    )
+            await reply.body(b"", more=False)
 
     async def _ollama_tags(self, reply: _Reply) -> None:
         names = await self._model_names()

@@ -14,7 +14,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,7 +159,7 @@ class Backend:
         """The provider object of ``route`` (built once, then shared)."""
         return self.registries.providers.get(route.provider)
 
-    def chat(self, job: ChatJob, abort: ollm.AbortSignal) -> AsyncIterator[object]:
+    def chat(self, job: ChatJob, abort: ollm.AbortSignal) -> AsyncGenerator[object, None]:
         """Run ``job``: ``Delta``s as the reply streams, then one ``Done`` or ``Failed``
         (and, with ``log``, the chat into the conversation log once it has ended)."""
         route = self.route(job.model)
@@ -169,34 +169,28 @@ class Backend:
 
     async def _logged(
         self,
-        events: AsyncIterator[object],
+        events: AsyncGenerator[object, None],
         job: ChatJob,
         route: Route,
         conversation: ollm.Conversation,
-    ) -> AsyncIterator[object]:
+    ) -> AsyncGenerator[object, None]:
         started = time.perf_counter()
-        logged = False
-
-        async def record(ended: object) -> None:
-            nonlocal logged
-            logged = True
-            duration_ms = (time.perf_counter() - started) * 1000.0
-            # Shielded: a client that went away leaves its chat logged all the same.
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(
-                    self._record, conversation, job, route, ended, duration_ms
-                )
-
+        ended: object = None
         try:
             async for event in events:
                 if isinstance(event, (Done, Failed)):
-                    # Logged before the end goes out: a caller that stops reading at the
-                    # end (a whole reply) never leaves it to the garbage collector.
-                    await record(event)
+                    ended = event
                 yield event
         finally:
-            if not logged:  # the client left, or the chat was cancelled
-                await record(None)
+            # Shielded: a client that went away leaves its chat logged all the same. The
+            # chat is closed first, so its reply is in the conversation (cut short when
+            # the client runs the calls: the server did not).
+            with anyio.CancelScope(shield=True):
+                await events.aclose()
+                duration_ms = (time.perf_counter() - started) * 1000.0
+                await anyio.to_thread.run_sync(
+                    self._record, conversation, job, route, ended, duration_ms
+                )
 
     def _record(
         self,
@@ -237,7 +231,7 @@ class Backend:
         abort: ollm.AbortSignal,
         route: Route,
         conversation: ollm.Conversation,
-    ) -> AsyncIterator[object]:
+    ) -> AsyncGenerator[object, None]:
         calls: list[ollm.ToolCall] = []
         output: list[Any] = []
         usage: ollm.Usage | None = None
