@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from lanes import one_backend_with_the_model
 from llamacpp_helpers import MODEL, assemble_model
 
 from ollm_llamacpp import LlamaCppProvider
@@ -37,3 +38,8 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    one_backend_with_the_model(metafunc)

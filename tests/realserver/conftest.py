@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lanes import one_backend_with_the_model
 from llama_server import MODEL, LlamaServer
 from llamacpp_helpers import assemble_model
 
@@ -106,3 +107,8 @@ def text_of(events: list[Any]) -> str:
 
 def errors_of(events: list[Any]) -> list[ollm.ErrorEvent]:
     return [e for e in events if isinstance(e, ollm.ErrorEvent)]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    one_backend_with_the_model(metafunc)

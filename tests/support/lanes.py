@@ -4,6 +4,7 @@ lanes; tests/test_lanes.py and tests/llamacpp/test_lane.py check them)."""
 from __future__ import annotations
 
 import os
+import zlib
 
 import pytest
 
@@ -23,3 +24,23 @@ def scheduled_in(request: pytest.FixtureRequest) -> str | None:
         return group if at else None
     marker = request.node.get_closest_marker("xdist_group")
     return None if marker is None else str(marker.args[0])
+
+
+# The fixtures that bring the real model (loaded in the process, or a real server).
+MODEL_FIXTURES = frozenset(
+    ("provider", "models_dir", "model_file", "llama_server", "own_server", "embedding_server")
+)
+BACKENDS = ("asyncio", "trio")
+
+
+def one_backend_with_the_model(metafunc: pytest.Metafunc) -> None:
+    """A test of the slow lane that runs the real model runs on one anyio backend, not on
+    both: what differs between the backends is proven on the fakes by every other test,
+    and the model's minutes would be spent twice for it. The lane as a whole still runs
+    on both, each test on the one its name picks (the same in every run)."""
+    names = set(metafunc.fixturenames)
+    if "anyio_backend" in names and names & MODEL_FIXTURES:
+        picked = BACKENDS[zlib.crc32(metafunc.function.__name__.encode()) % len(BACKENDS)]
+        # As a mark, which pytest reads after this hook and before it parametrizes the
+        # fixture (a mark of the test's own takes precedence over the fixture's params).
+        metafunc.definition.add_marker(pytest.mark.parametrize("anyio_backend", [picked]))
