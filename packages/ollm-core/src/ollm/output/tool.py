@@ -114,7 +114,6 @@ class ToolOutput:
         elif choice == "auto":
             choice = "required"  # the chat's tools may run first; a call either way
         self._caller_deltas = request.tool_call_deltas
-        self._value = None
         request = msgspec.structs.replace(
             request,
             tools=(*request.tools, ToolSchema(name, _DESCRIPTION, parameters)),
@@ -134,7 +133,7 @@ class ToolOutput:
         second is dropped), its deltas streamed as text when unwrapped, and other calls'
         deltas only to a chat that asked for them."""
         tool, wrapped, deltas = self.tool, self.wrapped, self._caller_deltas
-        self._value = None
+        self._value = None  # this turn's, not an earlier one's
         index: int | None = None  # the output call's deltas
         dropped: set[int] = set()  # a second output call's
         shown = False  # whether its arguments streamed as text

@@ -166,6 +166,7 @@ class OutputStep:
             or error.code != ErrorCode.TOOLS_UNSUPPORTED
             or streamed
             or not getattr(self.current, "uses_tools", False)
+            or self._cannot is not None  # once: a second refusal is the chat's error
         ):
             return False
         self.context.refused.add(self.key)
