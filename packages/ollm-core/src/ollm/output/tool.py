@@ -5,7 +5,8 @@ for models whose tool calling is stronger than their JSON mode (pydantic-ai's
 ``prepare`` offers one more tool, ``final_result`` (``final_result_1``... when a tool of
 the chat has that name), whose parameters are the output's schema, and forces it
 (``tool_choice``: its name when the chat offers no other tool, ``required`` when it does,
-so the other tools still run first). A schema whose root is not an object is wrapped as
+so the other tools still run first; not while the model thinks, which Anthropic's API
+refuses: the system prompt asks then). A schema whose root is not an object is wrapped as
 ``{"value": ...}`` (a tool's arguments are an object). ``stream`` turns the call back
 into text: the runtime sees the value as the reply's text, and everything downstream
 (partial values, validation, corrections, the history) works as for ``native``; the
@@ -109,9 +110,11 @@ class ToolOutput:
         self.tool = name
         parameters, self.wrapped = output_tool_parameters(schema)
         choice = request.tool_choice
-        if not request.tools:
+        # A thinking model is asked, not forced: the Messages API refuses the pair.
+        forces = request.think in (None, False)
+        if forces and not request.tools:
             choice = name
-        elif choice == "auto":
+        elif forces and choice == "auto":
             choice = "required"  # the chat's tools may run first; a call either way
         self._caller_deltas = request.tool_call_deltas
         request = msgspec.structs.replace(
