@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from pydantic_dog import Dog
 from typed_fakes import PROVIDERS, Fake
 
 import ollm
@@ -426,3 +427,32 @@ async def test_an_unknown_output_strategy_is_an_error_naming_those_there_are() -
     assert provider.requests == []
     assert isinstance(events[-1], ollm.FinishEvent)
     assert events[-1].reason == "error"
+
+
+async def test_a_pydantic_model_through_the_tool_is_validated_by_pydantic(fake: Fake) -> None:
+    fake.script(
+        fake.call("final_result", {"name": "rex", "age": 3}),
+        fake.call("final_result", {"name": "Rex", "age": 3}),
+    )
+    async with fake.client(output_strategy="tool") as client:
+        value = await client.run("Invent a dog.", output=Dog)
+    assert value == Dog(name="Rex", age=3)
+    first, second = fake.bodies
+    parameters = tools_offered(fake, first)["final_result"]
+    assert set(parameters["properties"]) == {"name", "age"}
+    correction = fake.last_user_text(second)
+    assert "$.name: value error, the name must start with a capital letter" in correction
+    assert "Call final_result again" in correction
+
+
+async def test_a_thinking_model_is_offered_the_tool_unforced() -> None:
+    # The Messages API refuses a forced tool while the model thinks: the prompt asks.
+    with Fake("anthropic") as fake:
+        fake.script(fake.call("final_result", DOG))
+        async with fake.client(output_strategy="tool", think="low") as client:
+            assert await client.run("Invent a dog.", output=P) == P("Rex", 3)
+        (body,) = fake.bodies
+    assert list(tools_offered(fake, body)) == ["final_result"]
+    assert "tool_choice" not in body
+    assert body["thinking"]["type"] == "enabled"
+    assert "final_result" in fake.system(body)
