@@ -456,3 +456,26 @@ async def test_a_thinking_model_is_offered_the_tool_unforced() -> None:
     assert "tool_choice" not in body
     assert body["thinking"]["type"] == "enabled"
     assert "final_result" in fake.system(body)
+
+
+@pytest.mark.parametrize(
+    ("output", "written", "value"),
+    [
+        (
+            P,
+            '<tool_call>\n{"name": "final_result", "arguments": {"name": "Rex", "age": 3}}\n'
+            "</tool_call>",
+            P("Rex", 3),
+        ),
+        (list[int], '{"name": "final_result", "parameters": {"value": [1, 2]}}', [1, 2]),
+    ],
+)
+async def test_a_call_of_the_output_tool_written_as_text_gives_its_value(
+    output: Any, written: str, value: Any
+) -> None:
+    # A model whose server does not parse calls (a local model's template) writes it out.
+    provider = ScriptedProvider(written)
+    async with ollm.ChatClient(
+        ollm.Registries(), provider=provider, output_strategy="tool", output_retries=0
+    ) as client:
+        assert await client.run("Give it.", output=output) == value

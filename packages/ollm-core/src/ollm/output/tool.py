@@ -174,8 +174,10 @@ class ToolOutput:
                     await aclose()
 
     def extract(self, text: str) -> str:
-        """The value the output tool's call gave; without one, the reply when it is the
-        JSON value anyway (written as text), else ``OutputMismatch`` naming the tool."""
+        """The value the output tool's call gave; without one, the call written as text
+        (``{"name": "final_result", "arguments": {...}}``, as a model whose server does
+        not parse calls writes it: a local model's template), or the reply when it is the
+        JSON value anyway; else ``OutputMismatch`` naming the tool."""
         if self._value is not None:
             return self._value
         found = extract_json(text)
@@ -184,7 +186,23 @@ class ToolOutput:
                 (f"$: the reply did not call {self.tool}: it is prose, not the value",),
                 not_json=True,
             )
-        return found
+        written = self._written_call(found)
+        return found if written is None else written
+
+    def _written_call(self, found: str) -> str | None:
+        """The value of a call of the output tool written as JSON text, or ``None``."""
+        if not found.startswith("{"):
+            return None
+        try:
+            value = msgspec.json.decode(found)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        if not isinstance(value, dict) or value.get("name") != self.tool:
+            return None
+        args = value.get("arguments", value.get("parameters"))
+        if not isinstance(args, dict):
+            return None
+        return output_tool_text(ToolCall("", self.tool, args), self.wrapped)
 
 
 def _is_json(text: str) -> bool:
