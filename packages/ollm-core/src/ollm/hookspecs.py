@@ -126,7 +126,7 @@ def ollm_output_strategies() -> Sequence[OutputStrategySpec]:  # type: ignore[em
     what ``extract`` returns with msgspec, always, and sends corrections itself. It
     uses ``native`` unless a chat names another (``output_strategy=``, ``tool`` among
     the built-in ones), and ``prompted`` for a model that ignored the native constraint
-    and with ReAct. ``stream``, ``uses_tools``, ``answer_again`` and ``asked`` are
+    and with ReAct. ``stream``, ``uses_tools`` and ``answer_again`` are
     optional (``ollm.OutputStrategy``'s module says what they do).
     """
 

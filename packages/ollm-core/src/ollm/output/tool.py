@@ -95,11 +95,6 @@ class ToolOutput:
     def answer_again(self) -> str:
         return f"Call {self.tool} again with the corrected value as its arguments."
 
-    @property
-    def asked(self) -> str:
-        """What the requests ask of the server, for a notice."""
-        return f"a call of its output tool {self.tool} (tool_choice)"
-
     def prepare(self, request: ProviderRequest, schema: dict[str, Any]) -> ProviderRequest:
         """``request`` with the output tool offered and forced, and a line saying so."""
         taken = {tool.name for tool in request.tools}

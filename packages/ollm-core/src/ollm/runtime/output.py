@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 __all__ = ["OutputStep"]
 
 PROMPTED = "prompted"
-# What a constraining strategy asks of the server, unless it says (``asked``).
-_ASKED = "a JSON value (response_format)"
 
 
 class OutputStep:
@@ -228,9 +226,9 @@ class OutputStep:
                 NoticeEvent(
                     # Named as what it is: a provider in the process has no server, and
                     # one that cannot constrain was sent nothing it could obey.
-                    f"{model} ({provider}) answered prose although the request asked for "
-                    f"{getattr(self.current, 'asked', _ASKED)}; this client asks for the "
-                    "value in the prompt alone from now on.",
+                    f"{model} ({provider}) answered prose although the request asked for a "
+                    "JSON value (response_format); this client asks for the value in the "
+                    "prompt alone from now on.",
                     kind="format_ignored",
                 )
             )

@@ -14,7 +14,7 @@ Beyond the protocol, a strategy may have: ``stream(events)``, which the runtime 
 around the provider's stream on the turns that use it (``tool`` turns its call back
 into text there); ``uses_tools = True`` when it needs native tool calling (a model
 without it gets ``prompted``, with a notice); ``answer_again``, how a correction asks
-for the value again; ``asked``, what its requests ask of the server, for a notice.
+for the value again.
 """
 
 from __future__ import annotations
