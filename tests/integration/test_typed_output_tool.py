@@ -357,23 +357,33 @@ def with_react() -> ollm.Registries:
     return ollm.discover(plugins=[ollm_react.plugin], entry_points=[])
 
 
-async def test_a_model_without_tools_gets_the_prompted_strategy_with_a_notice() -> None:
+async def test_a_model_without_tools_is_asked_as_auto_asks_with_a_notice() -> None:
     with Fake("ollama") as fake:
         fake.server.add_model("gemma2", ["completion"])
-        fake.script(fake.text('{"name": "Rex", "age": 3}'), fake.text('{"name": "Ace", "age": 5}'))
+        fake.script(
+            fake.text("Rex is a good dog."),
+            fake.text('{"name": "Rex", "age": 3}'),
+            fake.text('{"name": "Ace", "age": 5}'),
+        )
         async with ollm.ChatClient(
             with_react(), provider=fake.provider(), model="gemma2", output_strategy="tool"
         ) as client:
             events = await events_of(client.chat("Invent a dog.", output=P))
             again = await events_of(client.chat("Another.", output=P))
-        first, second = fake.bodies
-    (notice,) = [e for e in events if isinstance(e, ollm.NoticeEvent) and e.kind in SWITCHES]
-    assert notice.kind == "output_strategy"
-    assert "gemma2 cannot call tools natively" in notice.message
-    assert "prompted" in notice.message
+        bodies = fake.bodies
+    switches = [e for e in events if isinstance(e, ollm.NoticeEvent) and e.kind in SWITCHES]
+    first, ignored = switches
+    # The constraint needs no tools: auto's native one first (Ollama's format)...
+    assert first.kind == "output_strategy"
+    assert first.message.startswith("gemma2 cannot call tools natively: the tool output")
+    assert "(native)" in first.message
+    # ...and, as with auto, prompted once the server ignored it (at no retry's cost).
+    assert ignored.kind == "format_ignored"
     assert [e.value for e in events if isinstance(e, ollm.OutputEvent)] == [P("Rex", 3)]
     assert [e.value for e in again if isinstance(e, ollm.OutputEvent)] == [P("Ace", 5)]
-    for body in (first, second):
+    assert len(bodies) == 3
+    assert [fake.constraint(body) is not None for body in bodies] == [True, False, False]
+    for body in bodies:
         assert not body.get("tools")
         assert "JSON Schema" in fake.system(body)
 
@@ -396,6 +406,8 @@ async def test_a_model_that_refuses_tools_is_asked_in_the_prompt_from_then_on() 
     assert [t.name for t in first.tools] == ["final_result"]
     assert second.tools == ()
     assert third.tools == ()  # the next chat asks for no tool either
+    assert second.response_format is not None  # auto's native constraint
+    assert third.response_format is not None
 
 
 async def test_a_text_protocol_tool_strategy_gets_the_prompted_strategy_with_a_notice() -> None:

@@ -8,10 +8,11 @@ a turn's text streams (the loop shows a ``PartialOutputEvent`` when it grew), an
 (``OutputEvent``), a correction turn (through the same feedback path as ReAct's), and
 ``OUTPUT_INVALID``. A server that ignored the native constraint (the reply is not JSON
 at all) switches its model to the prompted mode for the client's lifetime, without
-spending a retry. A strategy that needs native tool calling (``tool``) gives way to the
-prompted mode, with a notice, for a model without it (its capabilities, a tool strategy
-of its own text protocol, a "does not support tools" answer); ``wrap`` puts its
-``stream`` around the provider's, on the turns that use it.
+spending a retry. A strategy that needs native tool calling (``tool``) gives way to what
+``auto`` asks with (the native constraint, or the prompt with ReAct), with a notice, for
+a model without it (its capabilities, a "does not support tools" answer) or a tool
+strategy of its own text protocol; ``wrap`` puts its ``stream`` around the provider's,
+on the turns that use it.
 
 Internal: not part of ollm's public API (a step of ``ollm.ChatClient.chat``); its layout
 may change in any release.
@@ -77,6 +78,7 @@ class OutputStep:
             self._chosen = context.registries.output_strategies.create(strategy)
         self._auto = strategy == "auto"
         self._prompted: OutputStrategy | None = None
+        self._native: OutputStrategy | None = None  # auto's, or tool's fallback's
         self.current = self._chosen
         # Why the chosen strategy cannot be used (it needs native tools), once known.
         self._cannot: str | None = None
@@ -129,36 +131,45 @@ class OutputStep:
         # A tool strategy that speaks its own text protocol (ReAct) cannot take a JSON
         # constraint, nor a forced call; nor can a model whose server ignored it.
         text_protocol = getattr(tool_strategy, "text_protocol", False)
-        if self._auto and (self.key in self.context.format_ignored or text_protocol):
-            return self._prompted_strategy()
         if self.uses_tools and (self._cannot is not None or text_protocol):
             why = self._cannot or (
                 f"the {getattr(tool_strategy, 'name', '?')} tool strategy speaks a text "
                 "protocol of its own"
             )
-            return self._given_way(why)
+            return self._given_way(why, self._as_auto(text_protocol))
+        if self._auto:
+            return self._as_auto(text_protocol)
         return self._chosen
 
-    def _given_way(self, why: str) -> OutputStrategy:
-        """The prompted strategy, instead of one that needs native tools (said once
-        for each reason)."""
-        prompted = self._prompted_strategy()
+    def _as_auto(self, text_protocol: bool) -> OutputStrategy:
+        """What ``auto`` asks with: the native constraint, or the prompt alone (ReAct, a
+        server that ignored the constraint)."""
+        if text_protocol or self.key in self.context.format_ignored:
+            return self._prompted_strategy()
+        if self._native is None:
+            self._native = self._chosen if self._auto else NativeOutput()
+        return self._native
+
+    def _given_way(self, why: str, instead: OutputStrategy) -> OutputStrategy:
+        """``instead`` of a strategy that needs native tools: what ``auto`` would ask
+        with (a constraint needs no tools: Ollama's ``format``, llama.cpp's grammar).
+        Said once for each reason."""
         if why != self._said:
             self._said = why
             self.notices.append(
                 NoticeEvent(
                     f"{why}: the {self._chosen.name} output strategy (the value as a forced "
-                    f"tool call) cannot work; the value is asked for with {prompted.name} "
-                    "instead.",
+                    f"tool call) cannot work; the value is asked for as auto asks for it "
+                    f"({instead.name}) instead.",
                     kind="output_strategy",
                 )
             )
-        return prompted
+        return instead
 
     def after_refusal(self, error: ErrorEvent | None, streamed: bool) -> bool:
         """Whether to send the turn again after ``error``: a "does not support tools"
         answer to a request that offered the output tool (the model is remembered as
-        refusing tools, and the value asked for in the prompt from now on)."""
+        refusing tools, and the value asked for as ``auto`` asks from now on)."""
         if (
             error is None
             or error.code != ErrorCode.TOOLS_UNSUPPORTED
@@ -218,7 +229,9 @@ class OutputStep:
                 ("$: no value: the chat reached its turn limit while the model called tools",),
             )
         events: list[ChatEvent] = []
-        ignored = self._auto and self.current.constrains and _not_json(text)
+        # ``auto``'s constraint, or the one a strategy that needs tools gave way to.
+        adaptive = self.current is self._native
+        ignored = adaptive and self.current.constrains and _not_json(text)
         if ignored:
             self.context.format_ignored.add(self.key)
             provider, model = self.key

@@ -13,7 +13,7 @@ The built-in ``tool`` asks for the value as the arguments of a forced tool call.
 Beyond the protocol, a strategy may have: ``stream(events)``, which the runtime puts
 around the provider's stream on the turns that use it (``tool`` turns its call back
 into text there); ``uses_tools = True`` when it needs native tool calling (a model
-without it gets ``prompted``, with a notice); ``answer_again``, how a correction asks
+without it is asked as ``auto`` asks, with a notice); ``answer_again``, how a correction asks
 for the value again.
 """
 
