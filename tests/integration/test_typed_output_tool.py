@@ -410,6 +410,22 @@ async def test_a_model_that_refuses_tools_is_asked_in_the_prompt_from_then_on() 
     assert third.response_format is not None
 
 
+async def test_a_refusal_of_the_chats_own_tools_is_not_sent_again() -> None:
+    # Named native, the chat's tools would be refused again: no retry, the error.
+    refusal = ollm.ErrorEvent("mock-model does not support tools", "TOOLS_UNSUPPORTED")
+    provider = ScriptedProvider(Reply(error=refusal), '{"name": "Rex", "age": 3}')
+    async with ollm.ChatClient(
+        with_react(),
+        provider=provider,
+        tools=[looker()],
+        tool_strategy="native",
+        output_strategy="tool",
+    ) as client:
+        events = await events_of(client.chat("Invent a dog.", output=P))
+    assert [e.code for e in events if isinstance(e, ollm.ErrorEvent)] == ["TOOLS_UNSUPPORTED"]
+    assert len(provider.requests) == 1
+
+
 async def test_a_text_protocol_tool_strategy_gets_the_prompted_strategy_with_a_notice() -> None:
     lookup = looker()
     provider = ScriptedProvider('Thought: I know.\nFinal Answer: {"name": "Rex", "age": 3}')

@@ -167,9 +167,10 @@ class OutputStep:
         return instead
 
     def after_refusal(self, error: ErrorEvent | None, streamed: bool) -> bool:
-        """Whether to send the turn again after ``error``: a "does not support tools"
-        answer to a request that offered the output tool (the model is remembered as
-        refusing tools, and the value asked for as ``auto`` asks from now on)."""
+        """Whether to send the turn again after ``error`` (to a request that offered no
+        tool but the output tool): a "does not support tools" answer (the model is
+        remembered as refusing tools, and the value asked for as ``auto`` asks from now
+        on)."""
         if (
             error is None
             or error.code != ErrorCode.TOOLS_UNSUPPORTED

@@ -700,9 +700,14 @@ class ChatRun:
         if switch is not None:
             self.strategy, notice = switch
             return self._retry(turn, [notice])
+        # Only the output tool was offered: asked for as auto asks, the turn may pass.
         output = self.output
-        if output is not None and output.after_refusal(turn.error, turn.streamed_anything):
-            return self._retry(turn, [])  # the value asked for in the prompt instead
+        if (
+            output is not None
+            and not self.schemas
+            and output.after_refusal(turn.error, turn.streamed_anything)
+        ):
+            return self._retry(turn, [])
         events: list[ChatEvent] = [*self._abandon("the reply failed")]
         events.append(self.selection.explain(self.strategy, turn.error))
         self.finish = FinishEvent("error", self.usage)
