@@ -250,6 +250,24 @@ async def test_a_tool_called_beside_the_output_tool_runs_and_the_model_answers_a
     assert history[2].tool_call_id == history[1].tool_calls[0].id
 
 
+@pytest.mark.parametrize("framing", ["split", "whole"])
+async def test_a_second_call_of_the_output_tool_is_dropped(framing: Any) -> None:
+    second = {"name": "Ace", "age": 5}
+    with Fake("openai") as fake:
+        fake.script(
+            OpenAIReply(
+                tool_calls=[("final_result", DOG), ("final_result", second)],
+                tool_call_framing=framing,
+            )
+        )
+        async with fake.client(output_strategy="tool") as client:
+            events = await events_of(client.chat("Invent a dog.", output=P))
+            history = client.conversation.messages
+    assert [e.value for e in events if isinstance(e, ollm.OutputEvent)] == [P("Rex", 3)]
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert msgspec.json.decode(history[1].text) == DOG
+
+
 async def test_a_tool_of_the_chat_named_final_result_keeps_its_name(local: Fake) -> None:
     ran: list[str] = []
 

@@ -75,8 +75,8 @@ def output_tool_text(call: ToolCall, wrapped: bool) -> str:
 class ToolOutput:
     """Typed output as the arguments of a forced call of ``final_result``.
 
-    ``uses_tools``: it needs native tool calling (the runtime asks ``prompted`` instead
-    of a model without it, and says so). ``answer_again`` is how a correction asks for
+    ``uses_tools``: it needs native tool calling (the runtime asks a model without it as
+    ``auto`` asks, and says so). ``answer_again`` is how a correction asks for
     the value again. One object per chat: it remembers the tool's name and whether the
     schema was wrapped from ``prepare`` to ``stream`` and ``extract``.
     """
@@ -93,6 +93,7 @@ class ToolOutput:
 
     @property
     def answer_again(self) -> str:
+        """How a correction asks for the value again."""
         return f"Call {self.tool} again with the corrected value as its arguments."
 
     def prepare(self, request: ProviderRequest, schema: dict[str, Any]) -> ProviderRequest:
