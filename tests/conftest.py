@@ -60,6 +60,10 @@ REAL_MODEL_TESTS = Path(__file__).resolve().parent / "llamacpp"
 WIDER_SCOPES = ("class", "module", "package", "session")
 
 
+# First among the hooks: pytest-xdist's own (its worker's) reads the groups to schedule
+# by (it appends ``@group`` to each test's id), so a group marked after it is no group
+# at all: the lane's tests would then spread over every worker, each loading a model.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(REAL_MODEL_TESTS):

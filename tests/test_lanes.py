@@ -5,6 +5,7 @@ model's lane is checked in tests/llamacpp/test_lane.py."""
 from __future__ import annotations
 
 import pytest
+from lanes import scheduled_in
 
 
 @pytest.fixture(scope="module")
@@ -15,11 +16,9 @@ def made_once() -> object:
 def test_a_test_that_shares_a_fixture_of_its_module_stays_with_its_file(
     request: pytest.FixtureRequest, made_once: object
 ) -> None:
-    group = request.node.get_closest_marker("xdist_group")
-    assert group is not None
-    assert group.args == ("tests/test_lanes.py",)
+    assert scheduled_in(request) == "tests/test_lanes.py"
 
 
 def test_a_test_of_its_own_goes_to_any_worker(request: pytest.FixtureRequest) -> None:
-    assert request.node.get_closest_marker("xdist_group") is None
+    assert scheduled_in(request) is None
     assert request.node.get_closest_marker("realmodel") is None

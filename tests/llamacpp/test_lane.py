@@ -4,12 +4,11 @@ all, so that two models never load at once (tests/conftest.py)."""
 from __future__ import annotations
 
 import pytest
+from lanes import scheduled_in
 
 
 def test_the_real_model_tests_are_marked_and_run_in_the_slow_lane(
     request: pytest.FixtureRequest,
 ) -> None:
     assert request.node.get_closest_marker("realmodel") is not None
-    group = request.node.get_closest_marker("xdist_group")
-    assert group is not None
-    assert group.args == ("slow-lane",)
+    assert scheduled_in(request) == "slow-lane"
