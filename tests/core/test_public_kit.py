@@ -85,6 +85,36 @@ def test_the_kit_gives_what_the_first_party_plugins_use() -> None:
         assert (getattr(ollm.kit, name).__doc__ or "").strip(), name
 
 
+def test_typed_output_through_a_tool_is_one_piece_of_code_in_the_kit() -> None:
+    """The tool output strategy's wrapping of a schema and its undoing are the kit's, and
+    ollm-anthropic's own output tool uses them rather than a copy."""
+    assert {"output_tool_parameters", "output_tool_text"} <= set(ollm.kit.__all__)
+    used = {
+        alias.name
+        for path in (ROOT / "ollm-anthropic" / "src").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module == "ollm.kit"
+        for alias in node.names
+    }
+    assert {"output_tool_parameters", "output_tool_text"} <= used
+    schema = {"type": "array", "items": {"$ref": "#/$defs/P"}, "$defs": {"P": {}}}
+    wrapped, is_wrapped = ollm.kit.output_tool_parameters(schema)
+    assert is_wrapped
+    assert wrapped == {
+        "type": "object",
+        "properties": {"value": {"type": "array", "items": {"$ref": "#/$defs/P"}}},
+        "required": ["value"],
+        "$defs": {"P": {}},
+    }
+    call = ollm.ToolCall("c1", "final_result", {"value": [1, 2]})
+    assert ollm.kit.output_tool_text(call, True) == "[1,2]"
+    assert ollm.kit.output_tool_text(call, False) == '{"value":[1,2]}'
+    broken = ollm.ToolCall("c2", "final_result", {}, invalid_args="[1,")
+    assert ollm.kit.output_tool_text(broken, True) == "[1,"
+    plain = {"type": "object", "properties": {}}
+    assert ollm.kit.output_tool_parameters(plain) == (plain, False)
+
+
 @pytest.mark.parametrize("module", INTERNAL)
 def test_internal_modules_say_so(module: str) -> None:
     doc = importlib.import_module(module).__doc__ or ""

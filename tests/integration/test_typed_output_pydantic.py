@@ -8,25 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-import pydantic
 import pytest
+from pydantic_dog import Dog
 from typed_fakes import PROVIDERS, Fake
 
 import ollm
 
 pytestmark = pytest.mark.anyio
-
-
-class Dog(pydantic.BaseModel):
-    name: str
-    age: int = pydantic.Field(ge=0)
-
-    @pydantic.field_validator("name")
-    @classmethod
-    def capitalised(cls, value: str) -> str:
-        if not value[:1].isupper():
-            raise ValueError("the name must start with a capital letter")
-        return value
 
 
 @pytest.fixture(params=PROVIDERS)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ollm.errors import ErrorCode
-from ollm.kit import new_call_id
+from ollm.kit import new_call_id, output_tool_text
 from ollm.types import (
     AbortSignal,
     ErrorEvent,
@@ -318,12 +318,7 @@ def _end(
 def _output_text(request: ProviderRequest, call: ToolCall) -> str:
     """The typed output's JSON, from the output tool's input (unwrapped when wrapped)."""
     schema = output_schema(request.response_format)
-    if call.invalid_args is not None:
-        return call.invalid_args
-    value: Any = call.args
-    if schema is not None and schema[1]:
-        value = call.args.get("value", call.args)
-    return msgspec.json.encode(value).decode()
+    return output_tool_text(call, schema is not None and schema[1])
 
 
 def _broken(provider: AnthropicProvider, model: str, value: Any) -> ErrorEvent:

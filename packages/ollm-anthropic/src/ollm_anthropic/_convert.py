@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from ollm.errors import InvalidRequestError
+from ollm.kit import output_tool_parameters
 from ollm.types import ImagePart, Message, ProviderRequest, TextPart, ToolCall, ToolSchema
 from ollm_http import option_number, stop_sequences
 
@@ -216,12 +217,7 @@ def output_schema(value: object) -> tuple[dict[str, Any], bool] | None:
     if value == "json":
         return {"type": "object"}, False
     if isinstance(value, dict):
-        if value.get("type") == "object":
-            return value, False
-        wrapped = {"type": "object", "properties": {"value": value}, "required": ["value"]}
-        if "$defs" in value:
-            wrapped["$defs"] = value["$defs"]
-        return wrapped, True
+        return output_tool_parameters(value)
     raise InvalidRequestError(
         f"response_format must be 'json' or a JSON Schema object, not {value!r}."
     )

@@ -124,8 +124,10 @@ def ollm_output_strategies() -> Sequence[OutputStrategySpec]:  # type: ignore[em
     schema in words), ``extract(text)`` the JSON text in the reply, and ``constrains``
     says whether the server is expected to enforce the schema. The runtime validates
     what ``extract`` returns with msgspec, always, and sends corrections itself. It
-    uses ``native`` unless a chat names another (``output_strategy=``), and
-    ``prompted`` for a model that ignored the native constraint and with ReAct.
+    uses ``native`` unless a chat names another (``output_strategy=``, ``tool`` among
+    the built-in ones), and ``prompted`` for a model that ignored the native constraint
+    and with ReAct. ``stream``, ``uses_tools`` and ``answer_again`` are
+    optional (``ollm.OutputStrategy``'s module says what they do).
     """
 
 

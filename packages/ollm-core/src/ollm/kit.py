@@ -17,6 +17,10 @@ plugins have; none of them imports a private ``ollm._*`` module (a test checks i
 - ``schema_instructions``, ``extract_json`` and ``with_system``: what an output
   strategy (``ollm_output_strategies``) shares with the built-in one: the schema stated
   for the model, the JSON value read out of a reply, a request with more system prompt.
+- ``output_tool_parameters`` and ``output_tool_text``: typed output as a tool's
+  arguments (the ``tool`` output strategy's, or a provider's own output tool): the schema
+  as an object schema (wrapped as ``{"value": ...}`` when its root is not an object), and
+  the value's JSON read back from a call of that tool.
 - ``nests_deeper_than``: whether JSON-like data nests past a limit, measured without
   recursion (``ollm serve`` refuses a request body that does).
 - ``redaction``: a value as the chat's ``redact`` middleware makes it, for a middleware
@@ -42,6 +46,7 @@ from ollm._lazy import lazy_exports
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ollm.output.native import extract_json, schema_instructions, with_system
+    from ollm.output.tool import output_tool_parameters, output_tool_text
     from ollm.registries.tokens import UsageAnchors, fallback_count, request_text
     from ollm.runtime.middleware import redaction
     from ollm.tools.toolset import check_toolset_name, valid_tool_name
@@ -59,6 +64,8 @@ __all__ = [
     "nests_deeper_than",
     "new_call_id",
     "one_line",
+    "output_tool_parameters",
+    "output_tool_text",
     "quote",
     "redaction",
     "request_text",
@@ -74,6 +81,8 @@ _LAZY: dict[str, str] = {
     "extract_json": "ollm.output.native",
     "schema_instructions": "ollm.output.native",
     "with_system": "ollm.output.native",
+    "output_tool_parameters": "ollm.output.tool",
+    "output_tool_text": "ollm.output.tool",
     "fallback_count": "ollm.registries.tokens",
     "request_text": "ollm.registries.tokens",
     "redaction": "ollm.runtime.middleware",

@@ -39,6 +39,7 @@ from ollm.errors import (
     PolicyError,
 )
 from ollm.registries import Registries
+from ollm.registries.outputs import BUILT_IN
 from ollm.registries.strategies import INSTALL_HINTS
 from ollm.runtime.client import ChatClient, ChatStream
 from ollm.runtime.conversation import Conversation
@@ -100,8 +101,12 @@ def run_chat(args: argparse.Namespace, terminal: Terminal, stdin: TextIO | None 
         terminal.error("--json needs a prompt (interactive sessions are for people).")
         return EXIT_USAGE
 
-    if args.schema is None and (args.schema_multi or args.output_retries is not None):
-        terminal.error("--schema-multi and --output-retries go with --schema SCHEMA.")
+    if args.schema is None and (
+        args.schema_multi or args.output_retries is not None or args.output_strategy
+    ):
+        terminal.error(
+            "--schema-multi, --output-retries and --output-strategy go with --schema SCHEMA."
+        )
         return EXIT_USAGE
     renderer = EventRenderer(
         terminal,
@@ -270,6 +275,7 @@ def _client(
         tool_call_deltas=args.call_deltas,
         output=output,
         output_retries=2 if args.output_retries is None else args.output_retries,
+        output_strategy=args.output_strategy or "auto",
         on_truncation=args.on_truncation,
         compact=args.compact,
     )
@@ -311,8 +317,19 @@ def _converse(
 def _known_strategy(
     args: argparse.Namespace, config: CliConfig, registries: Registries, terminal: Terminal
 ) -> bool:
-    """Whether the tool strategy asked for is one there is; if not, say which there are
-    (refused even when no tool is offered: the name is wrong either way)."""
+    """Whether the tool strategy asked for is one there is, and the output strategy; if
+    not, say which there are (refused even when no tool is offered: the name is wrong
+    either way)."""
+    output = args.output_strategy
+    if output:
+        outputs = list(dict.fromkeys([*BUILT_IN, *registries.output_strategies.list()]))
+        if output not in outputs:
+            terminal.error(
+                f"--output-strategy {output}: no output strategy is named {output!r}. "
+                f"Known: {', '.join(outputs)} (`ollm plugins` shows the plugins they come "
+                "from)."
+            )
+            return False
     name = config.tool_strategy
     known = strategy_names(registries)
     if name in known:

@@ -280,6 +280,15 @@ def _chat_output(chat: argparse.ArgumentParser) -> None:
         metavar="N",
         help="with --schema: corrections an answer that does not match gets (default 2)",
     )
+    chat.add_argument(
+        "--output-strategy",
+        metavar="NAME",
+        default=None,
+        help="with --schema: how the value is asked for: auto (the server's JSON constraint; "
+        "the default), native, tool (the value as the arguments of a forced tool call, for "
+        "models whose tool calling is stronger than their JSON mode), prompted, or another "
+        "installed one (`ollm plugins` lists them)",
+    )
 
 
 def _chat_ways(chat: argparse.ArgumentParser) -> None:

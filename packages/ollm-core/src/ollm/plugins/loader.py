@@ -45,6 +45,7 @@ from ollm.plugins import _entrypoints
 from ollm.plugins.settings import PluginSettings, environment_name
 from ollm.registries import Registries
 from ollm.registries.commands import BUILT_IN_COMMANDS
+from ollm.registries.outputs import BUILT_IN as OUTPUT_BUILT_IN
 from ollm.registries.providers import describe_failure
 from ollm.tools.tool import Tool
 from ollm.types.compactor import CompactorSpec
@@ -418,7 +419,7 @@ def _settle_clashes(
         if keep(
             "output strategy",
             o.name,
-            lambda n: n in registries.output_strategies or n == "native",
+            lambda n: n in registries.output_strategies or n in OUTPUT_BUILT_IN,
         )
     ]
     contribution.compactors = [

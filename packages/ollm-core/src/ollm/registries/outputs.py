@@ -1,4 +1,4 @@
-"""Output strategies that plugins add (``native`` is built into the runtime)."""
+"""Output strategies that plugins add (``native`` and ``tool`` are built into the runtime)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import builtins
 from ollm.registries.strategies import create_named
 from ollm.types.output import OutputStrategy, OutputStrategySpec
 
-__all__ = ["OutputStrategyRegistry"]
+__all__ = ["BUILT_IN", "OutputStrategyRegistry"]
+
+BUILT_IN = ("auto", "native", "tool")
+"""The output strategies of core itself (``ChatSettings.output_strategy``)."""
 
 
 class OutputStrategyRegistry:
@@ -26,7 +29,7 @@ class OutputStrategyRegistry:
 
     def create(self, name: str) -> OutputStrategy:
         """A new output strategy object for one chat."""
-        strategy: OutputStrategy = create_named("Output strategy", self._specs, name)
+        strategy: OutputStrategy = create_named("Output strategy", self._specs, name, BUILT_IN)
         return strategy
 
     def list(self) -> builtins.list[str]:

@@ -8,7 +8,11 @@ a turn's text streams (the loop shows a ``PartialOutputEvent`` when it grew), an
 (``OutputEvent``), a correction turn (through the same feedback path as ReAct's), and
 ``OUTPUT_INVALID``. A server that ignored the native constraint (the reply is not JSON
 at all) switches its model to the prompted mode for the client's lifetime, without
-spending a retry.
+spending a retry. A strategy that needs native tool calling (``tool``) gives way to what
+``auto`` asks with (the native constraint, or the prompt with ReAct), with a notice, for
+a model without it (its capabilities, a "does not support tools" answer) or a tool
+strategy of its own text protocol; ``wrap`` puts its ``stream`` around the provider's,
+on the turns that use it.
 
 Internal: not part of ollm's public API (a step of ``ollm.ChatClient.chat``); its layout
 may change in any release.
@@ -16,7 +20,8 @@ may change in any release.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
@@ -24,14 +29,18 @@ from ollm.errors import ErrorCode
 from ollm.output.native import NativeOutput
 from ollm.output.partial import PartialJSON
 from ollm.output.schema import OutputMismatch, OutputType
+from ollm.output.tool import ToolOutput
 from ollm.runtime.steps import TurnEnd
 from ollm.types.events import (
     ChatEvent,
     ErrorEvent,
     NoticeEvent,
     OutputEvent,
+    ProviderEvent,
 )
+from ollm.types.models import ModelCapabilities
 from ollm.types.output import OutputStrategy
+from ollm.types.provider import ModelInspection, ProviderAdapter
 from ollm.types.request import ProviderRequest
 
 if TYPE_CHECKING:
@@ -60,14 +69,21 @@ class OutputStep:
         self.retries = retries
         self.context = context
         self.key = key
-        self._chosen: OutputStrategy = (
-            NativeOutput()
-            if strategy in ("auto", "native")
-            else context.registries.output_strategies.create(strategy)
-        )
+        self._chosen: OutputStrategy
+        if strategy in ("auto", "native"):
+            self._chosen = NativeOutput()
+        elif strategy == "tool":
+            self._chosen = ToolOutput()
+        else:
+            self._chosen = context.registries.output_strategies.create(strategy)
         self._auto = strategy == "auto"
         self._prompted: OutputStrategy | None = None
+        self._native: OutputStrategy | None = None  # auto's, or tool's fallback's
         self.current = self._chosen
+        # Why the chosen strategy cannot be used (it needs native tools), once known.
+        self._cannot: str | None = None
+        self._said: str | None = None
+        self.notices: list[NoticeEvent] = []
 
     @classmethod
     def of(
@@ -84,6 +100,26 @@ class OutputStep:
             strategy=settings.output_strategy,
         )
 
+    @property
+    def uses_tools(self) -> bool:
+        """Whether the chosen strategy needs native tool calling."""
+        return bool(getattr(self._chosen, "uses_tools", False))
+
+    async def learn(
+        self, provider: ProviderAdapter, capabilities: ModelCapabilities | None
+    ) -> None:
+        """Before the first request: whether the model can call tools, when the chosen
+        strategy needs it (``capabilities`` when the chat asked already)."""
+        if not self.uses_tools:
+            return
+        if capabilities is None and callable(getattr(provider, "model_capabilities", None)):
+            inspection = cast(ModelInspection, provider)
+            capabilities = await self.context.capabilities(inspection, self.key[1])
+        if self.key in self.context.refused or (
+            capabilities is not None and capabilities.tools is False
+        ):
+            self._cannot = f"{self.key[1]} cannot call tools natively"
+
     # -- the requests ------------------------------------------------------------------
 
     def prepare(self, request: ProviderRequest, tool_strategy: object) -> ProviderRequest:
@@ -93,13 +129,71 @@ class OutputStep:
 
     def _strategy(self, tool_strategy: object) -> OutputStrategy:
         # A tool strategy that speaks its own text protocol (ReAct) cannot take a JSON
-        # constraint; nor can a model whose server ignored it.
-        if self._auto and (
-            self.key in self.context.format_ignored
-            or getattr(tool_strategy, "text_protocol", False)
-        ):
-            return self._prompted_strategy()
+        # constraint, nor a forced call; nor can a model whose server ignored it.
+        text_protocol = getattr(tool_strategy, "text_protocol", False)
+        if self.uses_tools and (self._cannot is not None or text_protocol):
+            why = self._cannot or (
+                f"the {getattr(tool_strategy, 'name', '?')} tool strategy speaks a text "
+                "protocol of its own"
+            )
+            return self._given_way(why, self._as_auto(text_protocol))
+        if self._auto:
+            return self._as_auto(text_protocol)
         return self._chosen
+
+    def _as_auto(self, text_protocol: bool) -> OutputStrategy:
+        """What ``auto`` asks with: the native constraint, or the prompt alone (ReAct, a
+        server that ignored the constraint)."""
+        if text_protocol or self.key in self.context.format_ignored:
+            return self._prompted_strategy()
+        if self._native is None:
+            self._native = self._chosen if self._auto else NativeOutput()
+        return self._native
+
+    def _given_way(self, why: str, instead: OutputStrategy) -> OutputStrategy:
+        """``instead`` of a strategy that needs native tools: what ``auto`` would ask
+        with (a constraint needs no tools: Ollama's ``format``, llama.cpp's grammar).
+        Said once for each reason."""
+        if why != self._said:
+            self._said = why
+            self.notices.append(
+                NoticeEvent(
+                    f"{why}: the {self._chosen.name} output strategy (the value as a forced "
+                    f"tool call) cannot work; the value is asked for as auto asks for it "
+                    f"({instead.name}) instead.",
+                    kind="output_strategy",
+                )
+            )
+        return instead
+
+    def after_refusal(self, error: ErrorEvent | None, streamed: bool) -> bool:
+        """Whether to send the turn again after ``error`` (to a request that offered no
+        tool but the output tool): a "does not support tools" answer (the model is
+        remembered as refusing tools, and the value asked for as ``auto`` asks from now
+        on)."""
+        if (
+            error is None
+            or error.code != ErrorCode.TOOLS_UNSUPPORTED
+            or streamed
+            or not getattr(self.current, "uses_tools", False)
+            or self._cannot is not None  # once: a second refusal is the chat's error
+        ):
+            return False
+        self.context.refused.add(self.key)
+        self._cannot = f"{self.key[1]} does not support tools"
+        return True
+
+    def wrap(self, stream: AsyncIterator[ProviderEvent]) -> AsyncIterator[ProviderEvent]:
+        """The provider's ``stream`` through this turn's strategy, when it reads it."""
+        reads = getattr(self.current, "stream", None)
+        if reads is None:
+            return stream
+        return cast(AsyncIterator[ProviderEvent], reads(stream))
+
+    def take_notices(self) -> tuple[NoticeEvent, ...]:
+        """The notices to show before the next request (once each)."""
+        notices, self.notices = tuple(self.notices), []
+        return notices
 
     def _prompted_strategy(self) -> OutputStrategy:
         if self._prompted is None:
@@ -136,7 +230,9 @@ class OutputStep:
                 ("$: no value: the chat reached its turn limit while the model called tools",),
             )
         events: list[ChatEvent] = []
-        ignored = self._auto and self.current.constrains and _not_json(text)
+        # ``auto``'s constraint, or the one a strategy that needs tools gave way to.
+        adaptive = self.current is self._native
+        ignored = adaptive and self.current.constrains and _not_json(text)
         if ignored:
             self.context.format_ignored.add(self.key)
             provider, model = self.key
@@ -156,7 +252,7 @@ class OutputStep:
             if not last and (ignored or self.retries_left > 0):
                 if not ignored:
                     self.retries_left -= 1
-                feedback = _correction(exc.errors)
+                feedback = _correction(exc.errors, getattr(self.current, "answer_again", None))
                 return TurnEnd(None, end.complete, feedback, None), events
             after, invalid = self._invalid(end, text, exc.errors)
             return after, [*events, *invalid]
@@ -191,9 +287,8 @@ def _not_json(text: str) -> bool:
     return False
 
 
-def _correction(errors: tuple[str, ...]) -> str:
-    """The user message that asks for a corrected value."""
-    return (
-        f"Your reply does not match the JSON Schema: {'; '.join(errors)}. Answer again "
-        "with only the corrected JSON value, and nothing else."
-    )
+def _correction(errors: tuple[str, ...], again: str | None = None) -> str:
+    """The user message that asks for a corrected value (``again``: how a strategy
+    wants it given, when not as the reply's text)."""
+    how = again or "Answer again with only the corrected JSON value, and nothing else."
+    return f"Your reply does not match the JSON Schema: {'; '.join(errors)}. {how}"

@@ -280,6 +280,8 @@ class ChatRun:
         the abort signal when the provider does not watch it itself."""
         assert self.provider is not None
         stream = self.strategy.stream(self.provider, request)
+        if self.output is not None:  # typed output may read the stream (``tool``)
+            stream = self.output.wrap(stream)
         if not getattr(self.provider, "handles_abort", False):
             stream = guarded(stream, self.abort)
         self._stream = stream
@@ -451,6 +453,8 @@ class ChatRun:
             from ollm.runtime.output import OutputStep  # only a chat with typed output
 
             self.output = OutputStep.of(settings, context, provider.name, model)
+            if self.output is not None:
+                await self.output.learn(provider, capabilities)
         return provider
 
     async def _size_window(self, provider: ProviderAdapter, model: str) -> ModelCapabilities | None:
@@ -536,6 +540,8 @@ class ChatRun:
         if self._middleware_context is not None:
             self._middleware_context.turn = number
         request = self._request()
+        if self.output is not None and self.output.notices:
+            self._pending += self.output.take_notices()
         if number > self.settings.max_turns:
             last = self.strategy.wrap_up(request)
             if last is None:
@@ -694,6 +700,14 @@ class ChatRun:
         if switch is not None:
             self.strategy, notice = switch
             return self._retry(turn, [notice])
+        # Only the output tool was offered: asked for as auto asks, the turn may pass.
+        output = self.output
+        if (
+            output is not None
+            and not self.schemas
+            and output.after_refusal(turn.error, turn.streamed_anything)
+        ):
+            return self._retry(turn, [])
         events: list[ChatEvent] = [*self._abandon("the reply failed")]
         events.append(self.selection.explain(self.strategy, turn.error))
         self.finish = FinishEvent("error", self.usage)

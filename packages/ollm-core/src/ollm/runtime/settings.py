@@ -93,7 +93,9 @@ class ChatSettings:
       chat ends with ``OUTPUT_INVALID`` (each is a turn, within ``max_turns``);
     - ``output_strategy``: how the output is asked for: ``auto`` (the provider's native
       constraint and the prompt; the prompt alone with ReAct, or once a server ignored
-      the constraint), ``native``, or another installed output strategy.
+      the constraint), ``native``, ``tool`` (the value as the arguments of a forced tool
+      call, ``final_result``; as ``auto`` for a model without native tools), or another
+      installed output strategy.
     - ``compact``: what a request leaves out of a long conversation to fit the window
       (the conversation keeps everything): ``"off"`` (the default: a request too long
       ends the chat ``TOKEN_LIMIT``), ``"clear-results"`` (old tool results replaced by a

@@ -8,6 +8,13 @@ states it in the system prompt too, for servers that ignore the constraint. A pl
 can register another through the ``ollm_output_strategies`` hook; ``ollm-react``
 registers ``prompted``, which asks in the prompt alone and reads the value out of
 prose (the mode for models without native support, and for ReAct's final answers).
+The built-in ``tool`` asks for the value as the arguments of a forced tool call.
+
+Beyond the protocol, a strategy may have: ``stream(events)``, which the runtime puts
+around the provider's stream on the turns that use it (``tool`` turns its call back
+into text there); ``uses_tools = True`` when it needs native tool calling (a model
+without it is asked as ``auto`` asks, with a notice); ``answer_again``, how a correction asks
+for the value again.
 """
 
 from __future__ import annotations
