@@ -284,7 +284,9 @@ def grammar_speed(folder: Path, count: int) -> dict[str, Any]:
     }
 
 
-async def main(full: bool, tokens: int, only: str | None = None) -> dict[str, Any]:
+async def main(
+    full: bool, tokens: int, only: str | None = None, strategies: tuple[str, ...] = STRATEGIES
+) -> dict[str, Any]:
     from ollm_llamacpp import LlamaCppProvider
 
     folder = model_folder()
@@ -305,7 +307,7 @@ async def main(full: bool, tokens: int, only: str | None = None) -> dict[str, An
                 "seconds": round(time.perf_counter() - started, 1),
             }
             print(figures, file=sys.stderr)
-        for strategy in STRATEGIES if only in (None, "tools") else ():
+        for strategy in strategies if only in (None, "tools") else ():
             started = time.perf_counter()
             runs = [await tool_task(provider, *task, strategy) for task in tool_tasks]
             figures[f"tools_{strategy}"] = {
@@ -327,5 +329,11 @@ if __name__ == "__main__":
         choices=("grammar", "typed", "tools", "warm"),
         help="one part of the run alone",
     )
+    parser.add_argument(
+        "--strategies",
+        default=",".join(STRATEGIES),
+        help="the tool strategies to run, comma-separated (default: %(default)s)",
+    )
     args = parser.parse_args()
-    print(json.dumps(anyio.run(main, args.full, args.tokens, args.only)))
+    chosen = tuple(name.strip() for name in args.strategies.split(",") if name.strip())
+    print(json.dumps(anyio.run(main, args.full, args.tokens, args.only, chosen)))
