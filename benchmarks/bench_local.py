@@ -2,8 +2,14 @@
 
     python benchmarks/bench_local.py            a short run: 2 typed tasks, 2 tool tasks
     python benchmarks/bench_local.py --full     all 30 tasks (10 typed, 20 tool)
+    python benchmarks/bench_local.py --only grammar   the grammar's cost alone
 
 At temperature 0, through ``ChatClient`` with ``LlamaCppProvider``:
+
+- the grammar's cost: tokens a second of a constrained reply with ollm-llamacpp's
+  sampler (the grammar checked on the chosen token first) against llama-cpp-python's
+  ``Llama.generate`` (the grammar applied to the whole vocabulary at every token), and
+  unconstrained (on the engine, not through a chat: the same prompt on both sides);
 
 - typed output on 10 schemas, with the grammar (the ``native`` output strategy: the
   schema is the request's ``response_format``, which ollm-llamacpp makes a llama.cpp
@@ -208,13 +214,88 @@ async def warm_against_cold(folder: Path, tokens: int) -> dict[str, Any]:
     }
 
 
-async def main(full: bool, tokens: int, only: str | None = None) -> dict[str, Any]:
+def grammar_speed(folder: Path, count: int) -> dict[str, Any]:
+    """Tokens a second of a constrained reply, the grammar checked on the chosen token
+    first (ollm-llamacpp's sampler) against llama-cpp-python's ``Llama.generate`` (the
+    grammar on the whole vocabulary at every token), and of an unconstrained reply; the
+    same greedy tokens (checked) on one loaded model, the first ``count`` schemas."""
+    import llama_cpp
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    from ollm_llamacpp._engine import Sampling, load_engine
+    from ollm_llamacpp._gguf import read_gguf
+    from ollm_llamacpp._grammar import grammar_text
+
+    engine = load_engine(
+        read_gguf(folder / f"{MODEL}.gguf"),
+        n_ctx=512,
+        threads=THREADS,
+        batch_size=512,
+        gpu_layers=0,
+        embedding=False,
+    )
+    llama, vocab = engine.llama, llama_cpp.llama_model_get_vocab(engine.llama.model)
+    spent = {"fast": 0.0, "full": 0.0, "none": 0.0}
+    made = {"fast": 0, "full": 0, "none": 0}
+    same = 0
+    try:
+        for _, prompt, fields in TYPED[:count]:
+            gbnf = grammar_text(schema(fields))
+            tokens = engine.tokenize(
+                f"User: {prompt} Answer in JSON.\nAssistant:", special=False, add_bos=True
+            )
+            for kind, grammar in (("fast", gbnf), ("none", None)):
+                done = engine.generate(
+                    tokens,
+                    Sampling(temperature=0.0),
+                    stops=(),
+                    max_tokens=64,
+                    stopped=lambda: False,
+                    emit=lambda _: None,
+                    grammar=grammar,
+                )
+                spent[kind] += done.eval_ns / 1e9
+                # Steps after the first token (eval_ns): the others, and the end's.
+                made[kind] += done.completion_tokens - (done.reason != "stop")
+                if kind == "fast":
+                    fast = llama.input_ids[len(tokens) : llama.n_tokens].tolist()
+            full: list[int] = []
+            steps = llama.generate(tokens, temp=0.0, grammar=LlamaGrammar.from_string(gbnf))
+            started = time.perf_counter()
+            for token in steps:
+                if not full:
+                    started = time.perf_counter()  # after the prompt, as eval_ns
+                full.append(token)
+                if llama_cpp.llama_vocab_is_eog(vocab, token) or len(full) >= 64:
+                    break
+            spent["full"] += time.perf_counter() - started
+            made["full"] += len(full) - 1
+            same += fast == full[: len(fast)]
+    finally:
+        engine.close()
+    speed = {kind: round(made[kind] / spent[kind], 1) for kind in spent}
+    return {
+        "schemas": count,
+        "same_tokens": f"{same}/{count}",
+        "tokens_per_s_fast_grammar": speed["fast"],
+        "tokens_per_s_full_grammar": speed["full"],
+        "tokens_per_s_no_grammar": speed["none"],
+        "speedup": round(speed["fast"] / speed["full"], 1),
+    }
+
+
+async def main(
+    full: bool, tokens: int, only: str | None = None, strategies: tuple[str, ...] = STRATEGIES
+) -> dict[str, Any]:
     from ollm_llamacpp import LlamaCppProvider
 
     folder = model_folder()
     typed = TYPED if full else TYPED[:2]
     tool_tasks = TOOL_TASKS if full else [TOOL_TASKS[0], TOOL_TASKS[10]]
     figures: dict[str, Any] = {"tasks": len(typed) + len(tool_tasks)}
+    if only in (None, "grammar"):
+        figures["grammar_speed"] = grammar_speed(folder, 5 if full else 2)
+        print(figures, file=sys.stderr)
     async with LlamaCppProvider(
         models_dir=folder, threads=THREADS, max_context=2048, state_dir=False
     ) as provider:
@@ -226,7 +307,7 @@ async def main(full: bool, tokens: int, only: str | None = None) -> dict[str, An
                 "seconds": round(time.perf_counter() - started, 1),
             }
             print(figures, file=sys.stderr)
-        for strategy in STRATEGIES if only in (None, "tools") else ():
+        for strategy in strategies if only in (None, "tools") else ():
             started = time.perf_counter()
             runs = [await tool_task(provider, *task, strategy) for task in tool_tasks]
             figures[f"tools_{strategy}"] = {
@@ -244,7 +325,15 @@ if __name__ == "__main__":
     parser.add_argument("--full", action="store_true", help="all 30 tasks (slow)")
     parser.add_argument("--tokens", type=int, default=1500, help="the warm conversation's size")
     parser.add_argument(
-        "--only", choices=("typed", "tools", "warm"), help="one part of the run alone"
+        "--only",
+        choices=("grammar", "typed", "tools", "warm"),
+        help="one part of the run alone",
+    )
+    parser.add_argument(
+        "--strategies",
+        default=",".join(STRATEGIES),
+        help="the tool strategies to run, comma-separated (default: %(default)s)",
     )
     args = parser.parse_args()
-    print(json.dumps(anyio.run(main, args.full, args.tokens, args.only)))
+    chosen = tuple(name.strip() for name in args.strategies.split(",") if name.strip())
+    print(json.dumps(anyio.run(main, args.full, args.tokens, args.only, chosen)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ollm_testutils import FakeOllamaServer, OllamaReply
@@ -98,3 +100,36 @@ def test_react_without_ollm_react_names_the_package(run_ollm, server: FakeOllama
     )
     assert "Known: auto, native " in result.stderr
     assert server.chat_requests == []
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_model_without_tools_calls_them_through_json_react_kept_by_format(  # type: ignore[no-untyped-def]
+    run_ollm, server: FakeOllamaServer, backend: str
+) -> None:
+    # /api/show says the model writes text but has no native tools: Ollama constrains
+    # each step with `format`, so auto picks json-react.
+    server.add_model("gemma3:270m", ["completion"])
+    call = {
+        "thought": "I need calculate.",
+        "action": {"tool": "calculate", "arguments": {"expression": "17 * 23"}},
+    }
+    answer = {"thought": "The result is there.", "action": {"final_answer": "391"}}
+    server.script(OllamaReply([json.dumps(call)]), OllamaReply([json.dumps(answer)]))
+    result = run_ollm(
+        "--backend", backend, "chat", "-m", "gemma3:270m", "-t", "calculate", "What is 17 * 23?"
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "391"
+    assert "gemma3:270m cannot call tools natively: using the json-react strategy." in (
+        result.stderr
+    )
+    first, second = server.chat_requests
+    for request in (first, second):
+        body = request.json
+        assert "tools" not in body
+        # The step schema: a call of calculate with its arguments, or the answer.
+        branches = body["format"]["properties"]["action"]["anyOf"]
+        assert branches[0]["properties"]["tool"] == {"const": "calculate"}
+        assert "expression" in branches[0]["properties"]["arguments"]["properties"]
+        assert branches[-1]["required"] == ["final_answer"]
+    assert "Result of calculate: 391" in second.json["messages"][-1]["content"]

@@ -129,6 +129,8 @@ async def test_show_model(httpx_mock: HTTPXMock, provider: OllamaProvider) -> No
         embedding=False,
         completion=True,
         context_window=8192,
+        # No native tools: the step schema of json-react, kept to by `format`.
+        tool_strategy="json-react",
     )
 
 

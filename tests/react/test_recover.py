@@ -5,6 +5,7 @@ provider stream with no ``aclose``, and ids past the ten-thousandth recovered ca
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -205,16 +206,19 @@ async def test_without_tools_nothing_is_read_from_the_text(
     assert text_of([e async for e in client.chat("hi")]) == reply
 
 
-async def test_a_model_that_refuses_tools_still_switches_to_react(
+async def test_a_model_that_refuses_tools_still_switches_to_a_text_strategy(
     fake_ollama: FakeOllamaServer, provider: OllamaProvider
 ) -> None:
     fake_ollama.add_model("tiny", capabilities=["completion"])
-    fake_ollama.script(OllamaReply(["Final Answer: Sunny."]))
+    # Its capabilities name json-react (Ollama keeps each step to its schema): a step.
+    step = {"thought": "I know.", "action": {"final_answer": "Sunny."}}
+    fake_ollama.script(OllamaReply([json.dumps(step)]))
     client = ollm.ChatClient(
         registries_with_recovery(), provider=provider, model="tiny", tools=[get_weather]
     )
     events = [e async for e in client.chat("Weather?")]
     assert text_of(events) == "Sunny."
+    assert "tools" not in fake_ollama.chat_requests[0].json
 
 
 # -- details the mutation run asked about ----------------------------------------------

@@ -103,6 +103,35 @@ async def test_a_named_strategy_that_is_not_installed_falls_back_to_react(
     assert_one_finish_last(events, "stop")
 
 
+async def test_a_named_strategy_that_is_not_installed_gives_way_to_the_fallback_named(
+    anyio_backend: str,
+) -> None:
+    # ollm-llamacpp's capabilities: json-react, else (an older ollm-react) react-example.
+    capabilities = ollm.ModelCapabilities(
+        tools=False, tool_strategy="json-react", fallback_tool_strategy="react-example"
+    )
+
+    async def chosen(*installed: str) -> list[str]:
+        provider = ScriptedProvider("CALL lookup", "the answer", capabilities=capabilities)
+        registries = _registries(provider)
+        for name in installed:
+            registries.strategies.register(ollm.StrategySpec(name, WithExample))
+        chat = ollm.ChatClient(registries, model="tiny", tools=[lookup])
+        events = await collect(chat.chat("q"))
+        assert_one_finish_last(events, "stop")
+        return [e.message for e in events if isinstance(e, ollm.NoticeEvent)]
+
+    assert await chosen("react-example") == [
+        "tiny cannot call tools natively: using the react-example strategy."
+    ]
+    # Installed, the first choice wins.
+    assert await chosen("react-example", "json-react") == [
+        "tiny cannot call tools natively: using the json-react strategy."
+    ]
+    # Neither: plain ReAct.
+    assert await chosen() == ["tiny cannot call tools natively: using ReAct."]
+
+
 async def test_without_react_a_model_lacking_tools_fails_with_the_install_hint(
     anyio_backend: str,
 ) -> None:

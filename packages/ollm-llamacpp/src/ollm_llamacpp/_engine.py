@@ -21,13 +21,14 @@ import io
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ollm.errors import OllmError
-from ollm_llamacpp._errors import LlamaCppErrorCode, model_error
+from ollm.errors import InvalidRequestError, OllmError
+from ollm_llamacpp._errors import PROVIDER, LlamaCppErrorCode, model_error
 from ollm_llamacpp._gguf import GGUFInfo
+from ollm_llamacpp._sampler import GrammarError, TokenSampler
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -227,6 +228,7 @@ class Engine:
         self.load_ns = load_ns
         self.n_ctx = llama.n_ctx()
         self._vocab = llama_cpp.llama_model_get_vocab(llama.model)
+        self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
         self._is_eog = llama_cpp.llama_vocab_is_eog
         self._default_seed = llama_cpp.LLAMA_DEFAULT_SEED
         bos, eos = llama.token_bos(), llama.token_eos()
@@ -252,21 +254,20 @@ class Engine:
         stopped: Callable[[], bool],
         emit: Callable[[str], None],
         lstrip: bool = False,
-        grammar: Any = None,
+        grammar: str | None = None,
     ) -> Generation:
         """Generate after ``tokens``, handing each piece of text to ``emit``.
 
         Ends at an end-of-generation token, a stop string (not shown), ``max_tokens``,
         the end of the context, or when ``stopped()`` says so, which is asked after
         every token. ``lstrip``: the reply's leading blanks are not shown (after a
-        transcript's ``Assistant:``). ``grammar``: a ``LlamaGrammar`` every sampled token
-        must keep to (a JSON Schema's), or ``None``.
+        transcript's ``Assistant:``). ``grammar``: the GBNF every sampled token must
+        keep to (a JSON Schema's), or ``None``.
         """
         llama = self.llama
         room = self.n_ctx - len(tokens)
         limit = room if max_tokens is None else min(max_tokens, room)
         cached = common_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens)
-        llama.set_seed(self._default_seed if sampling.seed is None else sampling.seed)
         scanner = StopScanner(stops)
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         detokenize, is_eog, vocab = llama.detokenize, self._is_eog, self._vocab
@@ -276,18 +277,7 @@ class Engine:
         first = started
         if stopped():
             return Generation("cancelled", len(tokens), cached, 0, 0, 0)
-        steps = llama.generate(
-            tokens,
-            top_k=sampling.top_k,
-            top_p=sampling.top_p,
-            min_p=sampling.min_p,
-            typical_p=sampling.typical_p,
-            temp=sampling.temperature,
-            repeat_penalty=sampling.repeat_penalty,
-            frequency_penalty=sampling.frequency_penalty,
-            presence_penalty=sampling.presence_penalty,
-            grammar=grammar,
-        )
+        steps = self._steps(tokens, sampling, grammar)
         try:
             for token in steps if limit > 0 else ():
                 if count == 0:
@@ -320,6 +310,62 @@ class Engine:
             emit(rest)
         ended = time.perf_counter_ns()
         return Generation(reason, len(tokens), cached, count, first - started, ended - first)
+
+    def _steps(
+        self, tokens: list[int], sampling: Sampling, grammar: str | None
+    ) -> Generator[int, None, None]:
+        """The tokens after ``tokens``, one at a time; each is decoded only when the
+        next is asked for (a token the caller stops at stays out of the context, as
+        with llama-cpp-python's ``generate``).
+
+        Not ``Llama.generate``: its sampler checks a grammar against the whole
+        vocabulary at every token; ``TokenSampler`` checks the chosen token first.
+        """
+        llama = self.llama
+        seed = self._default_seed if sampling.seed is None else sampling.seed
+        sampler = TokenSampler(
+            llama.ctx, self._vocab, self._n_vocab, sampling, seed, llama.last_n_tokens_size
+        )
+        try:
+            if grammar is not None:
+                try:
+                    sampler.constrain(self._vocab, grammar)
+                except GrammarError as exc:
+                    raise InvalidRequestError(
+                        f"{exc}: the request's response_format cannot constrain the "
+                        "reply. Simplify its JSON Schema, or ask without it.",
+                        provider=PROVIDER,
+                    ) from None
+            llama.eval(self._unread(tokens))
+            while True:
+                token = sampler.sample()
+                sampler.accept(token)
+                yield token
+                llama.eval([token])
+        finally:
+            sampler.close()
+
+    def _unread(self, tokens: list[int]) -> list[int]:
+        """What of ``tokens`` the context must still read: all after the prefix it holds,
+        and at least the last token (its logits are the ones sampled from)."""
+        import llama_cpp
+
+        llama = self.llama
+        reuse = min(
+            common_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens), len(tokens) - 1
+        )
+        memory = llama_cpp.llama_get_memory(llama.ctx)
+        if (
+            reuse > 0
+            and memory is not None
+            and llama_cpp.llama_memory_seq_rm(memory, -1, reuse, -1)
+        ):
+            llama.n_tokens = reuse
+            return tokens[reuse:]
+        # A context that cannot drop a part of its memory (a recurrent model) reads
+        # everything again.
+        llama.reset()  # type: ignore[no-untyped-call]
+        return tokens
 
     def cached_prefix(self, tokens: Sequence[int]) -> int:
         """How many of ``tokens`` the context holds from the start."""

@@ -12,13 +12,10 @@ from __future__ import annotations
 import json
 import logging
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ollm.errors import InvalidRequestError
 from ollm_llamacpp._errors import PROVIDER
-
-if TYPE_CHECKING:
-    from llama_cpp.llama_grammar import LlamaGrammar
 
 __all__ = ["grammar_for", "grammar_text"]
 
@@ -52,10 +49,9 @@ def _schema_grammar(schema: str) -> str:
     return str(llama_grammar.json_schema_to_gbnf(schema))
 
 
-def grammar_for(response_format: str | dict[str, Any] | None) -> LlamaGrammar | None:
-    """The grammar that constrains a reply to ``response_format``; ``None`` for none."""
+def grammar_for(response_format: str | dict[str, Any] | None) -> str | None:
+    """The grammar (GBNF) that constrains a reply to ``response_format``; ``None`` for
+    none."""
     if response_format is None:
         return None
-    from llama_cpp.llama_grammar import LlamaGrammar
-
-    return LlamaGrammar.from_string(grammar_text(response_format), verbose=False)
+    return grammar_text(response_format)

@@ -335,12 +335,16 @@ def capabilities_from(
             context_window=context_window, max_context_window=max_context_window
         )
     have = frozenset(names)
+    tools = "tools" in have
     return ModelCapabilities(
-        tools="tools" in have,
+        tools=tools,
         vision="vision" in have,
         thinking="thinking" in have,
         embedding="embedding" in have,
         completion="completion" in have,
         context_window=context_window,
         max_context_window=max_context_window,
+        # Without native tools, a model that writes text calls them through json-react:
+        # each step is kept to its JSON Schema by ``format``.
+        tool_strategy=None if tools or "completion" not in have else "json-react",
     )

@@ -3,8 +3,8 @@
 ``auto`` picks native tool calling unless the model is known to lack it (its reported
 capabilities, or an earlier "does not support tools" answer remembered per provider and
 model), and then ReAct when it is installed, or the strategy the model's capabilities
-name (``tool_strategy``, such as ``react-example``) when that one is. Each switch is
-announced with a notice.
+name (``tool_strategy``, such as ``json-react``, else their ``fallback_tool_strategy``,
+such as ``react-example``) when that one is. Each switch is announced with a notice.
 
 Native tool calling is ``recover`` when a plugin registers it (``ollm-react`` does) and
 the chat allows it (``recover_text_tool_calls``): the tools go to the provider as they
@@ -64,14 +64,23 @@ class StrategySelection:
         if self.mode != "auto":
             return self.strategies.create(self.mode), None
         if self.remembered or (capabilities is not None and capabilities.tools is False):
-            wanted = capabilities.tool_strategy if capabilities is not None else None
-            if wanted and wanted in self.strategies and wanted not in NATIVE:
+            wanted = self._named(capabilities)
+            if wanted is not None:
                 why = f"{self.model} cannot call tools natively: using the {wanted} strategy."
                 return self.strategies.create(wanted), NoticeEvent(why, "strategy")
             if "react" not in self.strategies:
                 raise ToolsUnsupportedError(install_react(self.model))
             return self._react(f"{self.model} cannot call tools natively: using ReAct.")
         return self._native(), None
+
+    def _named(self, capabilities: ModelCapabilities | None) -> str | None:
+        """The installed strategy the model's capabilities name (first choice first)."""
+        if capabilities is None:
+            return None
+        for wanted in (capabilities.tool_strategy, capabilities.fallback_tool_strategy):
+            if wanted and wanted in self.strategies and wanted not in NATIVE:
+                return wanted
+        return None
 
     def _native(self) -> ToolStrategy:
         if self.recover and RECOVER in self.strategies:

@@ -23,8 +23,10 @@ class ModelCapabilities(msgspec.Struct, frozen=True, omit_defaults=True):
     """What a model can do. ``None`` means unknown (an older server may not say).
 
     ``tool_strategy`` names the registered tool-calling strategy that suits a model
-    which cannot call tools natively (``"react-example"`` for a very small one); the
-    runtime's ``auto`` choice then uses it instead of ``react`` when it is installed.
+    which cannot call tools natively (``"json-react"`` on a backend that constrains its
+    replies to a JSON Schema, ``"react-example"`` for a very small model); the
+    runtime's ``auto`` choice then uses it instead of ``react`` when it is installed,
+    else ``fallback_tool_strategy`` when that one is.
     """
 
     tools: bool | None = None
@@ -34,6 +36,7 @@ class ModelCapabilities(msgspec.Struct, frozen=True, omit_defaults=True):
     completion: bool | None = None
     context_window: int | None = None
     tool_strategy: str | None = None
+    fallback_tool_strategy: str | None = None
     # The longest context the model was trained for: a window may grow up to it
     # (context_window="auto").
     max_context_window: int | None = None
