@@ -8,7 +8,10 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import flood_provider
 import pytest
@@ -17,6 +20,37 @@ from cli_helpers import OLLM, installed_plugin, ollm_env
 SUPPORT = Path(flood_provider.__file__).parent
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+class Reader:
+    """Reads a pipe to its end in a thread, as a terminal does (a pipe nobody reads fills,
+    and the chat would then block on a write of its own, not on Ctrl-C)."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self.data = bytearray()
+        self.done = False
+        self._grew = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: IO[bytes]) -> None:
+        while chunk := pipe.read1(1 << 16):
+            with self._grew:
+                self.data += chunk
+                self._grew.notify_all()
+        with self._grew:
+            self.done = True
+            self._grew.notify_all()
+
+    def wait_for(self, ready: Callable[[bytearray], bool]) -> None:
+        """Until ``ready(what was read)``; fails if the pipe ends first, or after 120 s."""
+        with self._grew:
+            self._grew.wait_for(lambda: ready(self.data) or self.done, 120)
+            assert ready(self.data), bytes(self.data[-2000:])
+
+    def close(self) -> bytes:
+        self._thread.join(timeout=120)
+        return bytes(self.data)
 
 
 @pytest.mark.parametrize("json_mode", [False, True])
@@ -32,17 +66,25 @@ def test_a_second_ctrl_c_during_a_flood_exits_130(tmp_path: Path, json_mode: boo
     )
     assert process.stdout is not None
     assert process.stderr is not None
-    process.stdout.read(1 << 16)  # the flood is on
-    process.send_signal(signal.SIGINT)
-    # The first Ctrl-C is heard ("stopping..."), and the flood goes on regardless.
-    if not json_mode:
-        assert b"stopping" in process.stderr.readline()
-    process.stdout.read(1 << 16)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
-    assert process.returncode == 130, err.decode(errors="replace")[-2000:]
-    assert b"Traceback" not in err
-    assert b"unexpected" not in err
+    out, err = Reader(process.stdout), Reader(process.stderr)
+    try:
+        out.wait_for(lambda data: len(data) >= 1 << 16)  # the flood is on
+        process.send_signal(signal.SIGINT)
+        # The first Ctrl-C is heard ("stopping..."), and the flood goes on regardless.
+        if not json_mode:
+            err.wait_for(lambda data: b"stopping" in data)
+        poured = len(out.data)
+        out.wait_for(lambda data: len(data) >= poured + (1 << 16))
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    out.close()
+    errors = err.close()
+    assert process.returncode == 130, errors.decode(errors="replace")[-2000:]
+    assert b"Traceback" not in errors
+    assert b"unexpected" not in errors
     listed = subprocess.run(
         [OLLM, "logs", "list", "--json"],
         capture_output=True,

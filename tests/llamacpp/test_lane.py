@@ -21,7 +21,13 @@ def test_each_test_of_the_real_model_runs_on_one_backend_and_the_lane_on_both(
     for item in request.session.items:
         params = getattr(item, "callspec", None)
         fixtures = set(getattr(item, "fixturenames", ()))
-        if params is not None and "anyio_backend" in params.params and fixtures & MODEL_FIXTURES:
+        lane = any(item.get_closest_marker(m) for m in ("realmodel", "realserver"))
+        if (
+            lane
+            and params is not None
+            and "anyio_backend" in params.params
+            and fixtures & MODEL_FIXTURES
+        ):
             name = f"{item.path}::{item.originalname}"  # type: ignore[attr-defined]
             backends.setdefault(name, set()).add(params.params["anyio_backend"])
     if not backends:

@@ -19,10 +19,13 @@ class FloodProvider:
 
     async def chat_stream(self, request: ollm.ProviderRequest) -> AsyncIterator[ollm.ProviderEvent]:
         piece = "x" * 4096
-        while True:
+        # 64 MiB, then silence, and still no end: a reader that keeps up (a terminal) would
+        # otherwise have a reply of gigabytes by the second Ctrl-C, which no log keeps.
+        for _ in range(256):
             for _ in range(64):  # whole bursts with no checkpoint in between
                 yield ollm.TextEvent(piece)
             await anyio.sleep(0)
+        await anyio.sleep_forever()
 
 
 @hookimpl

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import queue
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
@@ -11,6 +12,10 @@ from anyio.from_thread import BlockingPortal
 __all__ = ["drive"]
 
 T = TypeVar("T")
+
+# How long a second Ctrl-C waits for the iterator to close (a chat then keeps its partial
+# reply in the history, for the caller to log) before it propagates regardless.
+SETTLE_SECONDS = 5.0
 
 
 class _End:
@@ -32,7 +37,8 @@ def drive(
     the items in a queue; this thread only waits on the queue, which a Ctrl-C can
     interrupt at any point without losing or duplicating an item. The first Ctrl-C calls
     ``on_interrupt`` (which should make the iterator end soon, for example by aborting
-    a chat) and goes on; a second one propagates.
+    a chat) and goes on; a second one propagates, once the iterator is closed (a chat's
+    partial reply is then in its history) or ``SETTLE_SECONDS`` have passed.
     """
     items: queue.SimpleQueue[Any] = queue.SimpleQueue()
     quitting = False  # set by this thread on the second Ctrl-C, read by the pump
@@ -68,6 +74,10 @@ def drive(
             except KeyboardInterrupt:
                 if interrupted:
                     quitting = True
+                    future.cancel()
+                    # The pump stops at its next item, or at its next checkpoint, and
+                    # closes the iterator; a third Ctrl-C ends this wait too.
+                    concurrent.futures.wait([future], timeout=SETTLE_SECONDS)
                     raise
                 interrupted = True
                 on_interrupt()
