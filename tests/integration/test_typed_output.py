@@ -7,26 +7,14 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
 
 import msgspec
 import pytest
-from typed_fakes import PROVIDERS, Fake
+from typed_fakes import Fake, P
 
 import ollm
 
 pytestmark = pytest.mark.anyio
-
-
-class P(msgspec.Struct):
-    name: str
-    age: int
-
-
-@pytest.fixture(params=PROVIDERS)
-def fake(request: pytest.FixtureRequest) -> Iterator[Fake]:
-    with Fake(str(request.param)) as made:
-        yield made
 
 
 async def events_of(stream: ollm.ChatStream) -> list[ollm.ChatEvent]:

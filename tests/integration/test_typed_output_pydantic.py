@@ -5,22 +5,15 @@ errors come back to the model as corrections naming the field."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
 from pydantic_dog import Dog
-from typed_fakes import PROVIDERS, Fake
+from typed_fakes import Fake
 
 import ollm
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=PROVIDERS)
-def fake(request: pytest.FixtureRequest) -> Iterator[Fake]:
-    with Fake(str(request.param)) as made:
-        yield made
 
 
 async def test_a_pydantic_model_is_the_output_type(fake: Fake) -> None:

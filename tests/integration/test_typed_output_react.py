@@ -6,11 +6,8 @@ installed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import msgspec
 import pytest
-from typed_fakes import PROVIDERS, Fake
+from typed_fakes import Fake, P
 
 import ollm
 import ollm_react.plugin
@@ -18,17 +15,6 @@ import ollm_react.plugin
 pytestmark = pytest.mark.anyio
 
 ACTION = 'Thought: I should look it up.\nAction: lookup\nAction Input: {"breed": "collie"}'
-
-
-class P(msgspec.Struct):
-    name: str
-    age: int
-
-
-@pytest.fixture(params=PROVIDERS)
-def fake(request: pytest.FixtureRequest) -> Iterator[Fake]:
-    with Fake(str(request.param)) as made:
-        yield made
 
 
 def with_react() -> ollm.Registries:

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 from pydantic_dog import Dog
-from typed_fakes import PROVIDERS, Fake
+from typed_fakes import Fake, P
 
 import ollm
 import ollm_react.plugin
@@ -27,17 +27,6 @@ DOG = {"name": "Rex", "age": 3}
 # The notices of a switch of output strategy (Ollama says it loads a model, too).
 SWITCHES = ("output_strategy", "format_ignored")
 PROSE = "$: the reply did not call final_result: it is prose, not the value"
-
-
-class P(msgspec.Struct):
-    name: str
-    age: int
-
-
-@pytest.fixture(params=PROVIDERS)
-def fake(request: pytest.FixtureRequest) -> Iterator[Fake]:
-    with Fake(str(request.param)) as made:
-        yield made
 
 
 @pytest.fixture(params=["ollama", "openai"])

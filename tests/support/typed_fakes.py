@@ -13,6 +13,8 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 import ollm
 from ollm_anthropic import AnthropicProvider
 from ollm_gemini import GeminiProvider
@@ -33,6 +35,13 @@ from ollm_testutils import (
 KEY = "test-key"
 PROVIDERS = ("ollama", "openai", "gemini", "anthropic")
 OUTPUT_TOOL = "ollm_output"
+
+
+class P(msgspec.Struct):
+    """The output type most typed-output tests ask for."""
+
+    name: str
+    age: int
 
 
 class Fake:
