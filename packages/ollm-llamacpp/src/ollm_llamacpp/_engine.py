@@ -277,7 +277,7 @@ class Engine:
         first = started
         if stopped():
             return Generation("cancelled", len(tokens), cached, 0, 0, 0)
-        steps = self._steps(tokens, sampling, grammar)
+        steps = self._steps(tokens, cached, sampling, grammar)
         try:
             for token in steps if limit > 0 else ():
                 if count == 0:
@@ -312,9 +312,10 @@ class Engine:
         return Generation(reason, len(tokens), cached, count, first - started, ended - first)
 
     def _steps(
-        self, tokens: list[int], sampling: Sampling, grammar: str | None
+        self, tokens: list[int], cached: int, sampling: Sampling, grammar: str | None
     ) -> Generator[int, None, None]:
-        """The tokens after ``tokens``, one at a time; each is decoded only when the
+        """The tokens after ``tokens`` (of which the context holds the first ``cached``),
+        one at a time; each is decoded only when the
         next is asked for (a token the caller stops at stays out of the context, as
         with llama-cpp-python's ``generate``).
 
@@ -336,7 +337,7 @@ class Engine:
                         "reply. Simplify its JSON Schema, or ask without it.",
                         provider=PROVIDER,
                     ) from None
-            llama.eval(self._unread(tokens))
+            llama.eval(self._unread(tokens, cached))
             while True:
                 token = sampler.sample()
                 sampler.accept(token)
@@ -345,15 +346,13 @@ class Engine:
         finally:
             sampler.close()
 
-    def _unread(self, tokens: list[int]) -> list[int]:
-        """What of ``tokens`` the context must still read: all after the prefix it holds,
-        and at least the last token (its logits are the ones sampled from)."""
+    def _unread(self, tokens: list[int], cached: int) -> list[int]:
+        """What of ``tokens`` the context must still read: all after the ``cached`` prefix
+        it holds, and at least the last token (its logits are the ones sampled from)."""
         import llama_cpp
 
         llama = self.llama
-        reuse = min(
-            common_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens), len(tokens) - 1
-        )
+        reuse = min(cached, len(tokens) - 1)
         memory = llama_cpp.llama_get_memory(llama.ctx)
         if (
             reuse > 0
