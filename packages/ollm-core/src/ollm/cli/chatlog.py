@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ollm.cli.driving import deferred_interrupts
 from ollm.cli.terminal import Terminal
 from ollm.errors import ErrorCode, OllmError
 from ollm.runtime.conversation import Conversation
@@ -239,31 +240,34 @@ class ChatLog:
         from ollm.logs import LogsUnavailableError
 
         written = 0
-        while self._pending:
-            exchange = self._pending[0]
-            try:
-                cid = store.log_exchange(
-                    self.cid,
-                    exchange.messages,
-                    base=self.base if self.cid is not None else None,
-                    unanswered=exchange.unanswered,
-                    decisions=exchange.decisions,
-                    compactions=exchange.compactions,
-                    response=exchange.final,
-                    replaced=exchange.replaced,
-                    **exchange.response,
-                )
-            except LogsUnavailableError as exc:
-                if not self._failing:
-                    self.terminal.warn(f"this answer is not logged: {exc.message}")
-                self._failing = True
-                return
-            self._pending.pop(0)
-            written += 1
-            forked_from, self.cid = self.cid, cid
-            self.base += len(exchange.messages)
-            if forked_from is not None and cid != forked_from:
-                self._forked(store, forked_from, cid)
+        # An exchange is logged whole (with its bookkeeping here), or not at all: a Ctrl-C
+        # meanwhile is raised once the writes are done.
+        with deferred_interrupts():
+            while self._pending:
+                exchange = self._pending[0]
+                try:
+                    cid = store.log_exchange(
+                        self.cid,
+                        exchange.messages,
+                        base=self.base if self.cid is not None else None,
+                        unanswered=exchange.unanswered,
+                        decisions=exchange.decisions,
+                        compactions=exchange.compactions,
+                        response=exchange.final,
+                        replaced=exchange.replaced,
+                        **exchange.response,
+                    )
+                except LogsUnavailableError as exc:
+                    if not self._failing:
+                        self.terminal.warn(f"this answer is not logged: {exc.message}")
+                    self._failing = True
+                    return
+                self._pending.pop(0)
+                written += 1
+                forked_from, self.cid = self.cid, cid
+                self.base += len(exchange.messages)
+                if forked_from is not None and cid != forked_from:
+                    self._forked(store, forked_from, cid)
         if self._failing:
             self._failing = False
             self.terminal.info(

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import concurrent.futures
+import contextlib
 import queue
-from collections.abc import AsyncIterator, Callable
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import FrameType
 from typing import Any, TypeVar
 
 from anyio.from_thread import BlockingPortal
 
-__all__ = ["drive"]
+__all__ = ["deferred_interrupts", "drive"]
 
 T = TypeVar("T")
 
@@ -42,6 +45,9 @@ def drive(
     """
     items: queue.SimpleQueue[Any] = queue.SimpleQueue()
     quitting = False  # set by this thread on the second Ctrl-C, read by the pump
+    # Set by the pump once the iterator is closed. Not the future's own state: cancelling
+    # a concurrent future marks it done at once, long before the task it stands for ends.
+    closed = threading.Event()
 
     async def pump() -> None:
         error: BaseException | None = None
@@ -58,6 +64,7 @@ def drive(
                 if aclose is not None:
                     await aclose()
             finally:
+                closed.set()
                 items.put(_End(error))
 
     future = portal.start_task_soon(pump)
@@ -77,10 +84,43 @@ def drive(
                     future.cancel()
                     # The pump stops at its next item, or at its next checkpoint, and
                     # closes the iterator; a third Ctrl-C ends this wait too.
-                    concurrent.futures.wait([future], timeout=SETTLE_SECONDS)
+                    closed.wait(SETTLE_SECONDS)
                     raise
                 interrupted = True
                 on_interrupt()
     except BaseException:
         future.cancel()
         raise
+
+
+@contextlib.contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Run the block whole, with a Ctrl-C heard meanwhile raised after it.
+
+    For writes that must not stop half way (a conversation logged as the chat ends: a
+    KeyboardInterrupt in the middle of it rolls the whole exchange back). A second Ctrl-C
+    during the block raises at once: the person means it. Outside the main thread, or when
+    Ctrl-C does not raise KeyboardInterrupt here (someone else's handler), the block
+    simply runs.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    heard = 0
+
+    def hear(signum: int, frame: FrameType | None) -> None:
+        nonlocal heard
+        heard += 1
+        if heard > 1:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, hear)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if heard:
+        raise KeyboardInterrupt
