@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ollm.errors import InvalidRequestError, OllmError
 from ollm_llamacpp._errors import PROVIDER, LlamaCppErrorCode, model_error
 from ollm_llamacpp._gguf import GGUFInfo
-from ollm_llamacpp._sampler import GrammarError, TokenSampler
+from ollm_llamacpp._sampler import CLOSERS, GrammarError, TokenSampler
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -73,6 +73,8 @@ class Generation:
     completion_tokens: int
     prompt_ns: int
     eval_ns: int
+    # How many loops a grammar's way out closed (``TokenSampler``).
+    loops_closed: int = 0
 
 
 class StopScanner:
@@ -231,6 +233,15 @@ class Engine:
         self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
         self._is_eog = llama_cpp.llama_vocab_is_eog
         self._default_seed = llama_cpp.LLAMA_DEFAULT_SEED
+        # The single tokens that close a JSON string, array or object (a constrained
+        # loop's ways out, see ``TokenSampler``).
+        self._closers = tuple(
+            ids[0]
+            for ids in (self.tokenize(closer, special=False, add_bos=False) for closer in CLOSERS)
+            if len(ids) == 1
+        )
+        # How many loops the last generation's sampler closed.
+        self._loops_closed = 0
         bos, eos = llama.token_bos(), llama.token_eos()
         self.bos_text = self._token_text(bos)
         self.eos_text = self._token_text(eos)
@@ -277,6 +288,7 @@ class Engine:
         first = started
         if stopped():
             return Generation("cancelled", len(tokens), cached, 0, 0, 0)
+        self._loops_closed = 0
         steps = self._steps(tokens, cached, sampling, grammar)
         try:
             for token in steps if limit > 0 else ():
@@ -309,7 +321,15 @@ class Engine:
         if rest:
             emit(rest)
         ended = time.perf_counter_ns()
-        return Generation(reason, len(tokens), cached, count, first - started, ended - first)
+        return Generation(
+            reason,
+            len(tokens),
+            cached,
+            count,
+            first - started,
+            ended - first,
+            self._loops_closed,
+        )
 
     def _steps(
         self, tokens: list[int], cached: int, sampling: Sampling, grammar: str | None
@@ -325,7 +345,13 @@ class Engine:
         llama = self.llama
         seed = self._default_seed if sampling.seed is None else sampling.seed
         sampler = TokenSampler(
-            llama.ctx, self._vocab, self._n_vocab, sampling, seed, llama.last_n_tokens_size
+            llama.ctx,
+            self._vocab,
+            self._n_vocab,
+            sampling,
+            seed,
+            llama.last_n_tokens_size,
+            self._closers if grammar is not None else (),
         )
         try:
             if grammar is not None:
@@ -344,6 +370,7 @@ class Engine:
                 yield token
                 llama.eval([token])
         finally:
+            self._loops_closed = sampler.loops_closed
             sampler.close()
 
     def _unread(self, tokens: list[int], cached: int) -> list[int]:

@@ -107,7 +107,8 @@ class LlamaCppProvider:
     changed history only the part still shared (see ``_warm``).
 
     A model with a chat template is prompted through it, and gets tools natively when
-    the template takes them; one without (a base model) gets a plain ``User:`` /
+    the template takes them, else through ``json-react`` (each step a JSON object the
+    grammar keeps to). One without (a base model) gets a plain ``User:`` /
     ``Assistant:`` transcript, said once with a notice, and tools through ReAct with a
     worked example (its capabilities name the ``react-example`` strategy).
     """
@@ -367,6 +368,14 @@ class LlamaCppProvider:
                     "or set OLLM_LLAMACPP_MAX_TOKENS.",
                     "max_tokens",
                 )
+            if generation.loops_closed:
+                yield NoticeEvent(
+                    f"{plan.name} repeated itself inside the JSON its response_format asks for; "
+                    f"the loop was closed ({generation.loops_closed} time(s)) where the "
+                    "grammar allows, so what it wrote there ends in the repetition. A larger "
+                    "model does not loop so.",
+                    "repetition",
+                )
             yield FinishEvent(
                 generation.reason, _usage(generation, engine.load_ns if loaded_now else None)
             )
@@ -429,7 +438,8 @@ class LlamaCppProvider:
 
     async def model_capabilities(self, model: str) -> ModelCapabilities:
         """What the model's file says: tools when its chat template takes them (else the
-        ``react-example`` strategy), embeddings for an encoder, its context window."""
+        ``json-react`` strategy, or ``react-example`` for a base model), embeddings for an
+        encoder, its context window."""
         plan = await self._plan(model, None, False)
         return capabilities(plan.info, plan.n_ctx)
 

@@ -24,12 +24,21 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ollm_llamacpp._engine import Sampling
 
-__all__ = ["GrammarError", "TokenSampler"]
+__all__ = ["CLOSERS", "GrammarError", "TokenSampler"]
 
 # llama.cpp's default root rule (LLAMA_GRAMMAR_DEFAULT_ROOT): the GBNF of a JSON Schema
 # starts there.
 ROOT = "root"
 
+
+# A constrained reply that repeats a cycle of at most _PERIOD tokens over its last _LOOP
+# tokens is in a loop it cannot leave: inside a JSON string the grammar never makes it
+# stop, and a small model writes "2340.000000..." until the reply's bound (minutes).
+# The loop is then closed: the grammar's way out (a closing quote, bracket or brace) is
+# chosen in place of the next turn of the cycle.
+_PERIOD = 8
+_LOOP = 48
+CLOSERS = ('"', "]", "}")
 
 # Greedy, a rejected token's replacement is looked for among this many best candidates
 # before the grammar is applied to the whole vocabulary.
@@ -45,7 +54,14 @@ class TokenSampler:
     (GBNF text), the grammar checked against the chain's choice. ``close`` frees it."""
 
     def __init__(
-        self, ctx: Any, vocab: Any, n_vocab: int, sampling: Sampling, seed: int, last_n: int
+        self,
+        ctx: Any,
+        vocab: Any,
+        n_vocab: int,
+        sampling: Sampling,
+        seed: int,
+        last_n: int,
+        closers: tuple[int, ...] = (),
     ) -> None:
         import llama_cpp
         import numpy as np
@@ -57,6 +73,11 @@ class TokenSampler:
         self.grammar: Any = None
         self._greedy = sampling.temperature == 0.0
         self.resampled = 0
+        # The tokens of the grammar's ways out of a loop (see ``_LOOP``), and the tokens
+        # chosen so far; how many loops were closed.
+        self._closers = closers
+        self._chosen: list[int] = []
+        self.loops_closed = 0
         # The candidates: one entry a token, refilled from the logits at each step.
         self._data = (llama_cpp.llama_token_data * n_vocab)()
         self._view = np.ctypeslib.as_array(self._data)
@@ -77,7 +98,29 @@ class TokenSampler:
 
     def sample(self) -> int:
         """The next token after the last decoded one: the chain's choice if the grammar
-        allows it, else the chain's choice among the tokens the grammar allows."""
+        allows it, else the chain's choice among the tokens the grammar allows; in a
+        constrained loop, the grammar's way out of it."""
+        token = self._sample()
+        if self.grammar is not None and self._closers and self._loops(token):
+            for closer in self._closers:
+                if self._allowed(closer):
+                    self.loops_closed += 1
+                    return closer
+        return token
+
+    def _loops(self, token: int) -> bool:
+        """Whether ``token`` turns a cycle of at most ``_PERIOD`` tokens that fills the
+        last ``_LOOP`` chosen once more."""
+        chosen = self._chosen
+        if len(chosen) < _LOOP:
+            return False
+        tail = [*chosen[-_LOOP:], token]
+        return any(
+            all(tail[i] == tail[i - period] for i in range(period, len(tail)))
+            for period in range(1, _PERIOD + 1)
+        )
+
+    def _sample(self) -> int:
         lib = self._lib
         candidates = self._candidates()
         lib.llama_sampler_apply(self.chain, ctypes.byref(candidates))
@@ -103,6 +146,7 @@ class TokenSampler:
         (repetition penalties)."""
         if self.grammar is not None:
             self._lib.llama_sampler_accept(self.grammar, token)
+            self._chosen.append(token)
         self._lib.llama_sampler_accept(self.chain, token)
 
     def close(self) -> None:
