@@ -139,6 +139,30 @@ async def test_a_model_larger_than_the_memory_is_refused_before_loading(
     assert "available" in error.message
 
 
+async def test_the_tool_strategy_follows_the_template(tmp_path: Path, model_file: Path) -> None:
+    """A chat template without tools: json-react (a chat model keeps to JSON steps, the
+    grammar makes them parse); no template (a base model): ReAct with a worked example."""
+    template = (
+        "{% for m in messages %}<start_of_turn>{{ m.role }}\n{{ m.content }}<end_of_turn>\n"
+        "{% endfor %}<start_of_turn>model\n"
+    )
+    rewrite_gguf(model_file, tmp_path / "chat.gguf", {"tokenizer.chat_template": template})
+    header_only(model_file, tmp_path / "base.gguf", model_file.stat().st_size)
+    async with LlamaCppProvider(models_dir=tmp_path) as provider:
+        chat = await provider.model_capabilities("chat")
+        base = await provider.model_capabilities("base")
+    assert (chat.tools, chat.tool_strategy, chat.fallback_tool_strategy) == (
+        False,
+        "json-react",
+        "react-example",
+    )
+    assert (base.tools, base.tool_strategy, base.fallback_tool_strategy) == (
+        False,
+        "react-example",
+        None,
+    )
+
+
 async def test_a_chat_template_in_the_file_is_used_and_takes_tools(
     tmp_path: Path, model_file: Path
 ) -> None:

@@ -92,7 +92,13 @@ async def test_list_models(httpx_mock: HTTPXMock, provider: OllamaProvider) -> N
         "gguf",
     )
     assert llama.capabilities == ollm.ModelCapabilities(
-        tools=True, vision=False, thinking=False, embedding=False, completion=True
+        tools=True,
+        vision=False,
+        thinking=False,
+        embedding=False,
+        completion=True,
+        # used only if the model refuses tools after all
+        tool_strategy="json-react",
     )
     assert llama.details["families"] == ["llama"]
     # An older server: no capabilities (unknown, not "none"), Go's zero time, null families.

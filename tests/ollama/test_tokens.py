@@ -103,6 +103,7 @@ async def test_capabilities_and_the_loaded_context(
         embedding=False,
         completion=True,
         context_window=40960,
+        tool_strategy="json-react",  # used only if the model refuses tools after all
     )
     # /api/show is read once per model.
     await provider.model_capabilities("qwen3")

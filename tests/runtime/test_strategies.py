@@ -169,6 +169,40 @@ async def test_a_tools_unsupported_answer_switches_to_react_and_is_remembered(
     assert len(provider.requests) == 4
 
 
+@pytest.mark.parametrize("named", ["tool_strategy", "fallback_tool_strategy"])
+async def test_a_tools_unsupported_answer_switches_to_the_strategy_the_model_names(
+    anyio_backend: str, named: str
+) -> None:
+    """Capabilities that did not say "no tools" (unknown, or wrong) but name a strategy
+    for a model without them: a refusal switches to that one, not to plain ReAct."""
+    refusal = ollm.ErrorEvent("tiny does not support tools", "TOOLS_UNSUPPORTED")
+    capabilities = ollm.ModelCapabilities(**{named: "react-example"})  # type: ignore[arg-type]
+    provider = ScriptedProvider(
+        Reply(error=refusal), "CALL lookup", "done", "second chat", capabilities=capabilities
+    )
+    registries = _registries(provider)
+    chosen: list[TextTools] = []
+
+    def build() -> TextTools:
+        chosen.append(WithExample())
+        return chosen[-1]
+
+    registries.strategies.register(ollm.StrategySpec("react-example", build))
+    chat_client = ollm.ChatClient(registries, model="tiny", tools=[lookup])
+    events = await collect(chat_client.chat("q"))
+    assert not [e for e in events if isinstance(e, ollm.ErrorEvent)]
+    notices = [e.message for e in events if isinstance(e, ollm.NoticeEvent)]
+    assert notices == ["tiny does not support native tool calling: switched to react-example."]
+    assert len(chosen) == 1
+    assert [bool(r.tools) for r in provider.requests] == [True, False, False]
+    assert_one_finish_last(events, "stop")
+    assert_history_valid(chat_client.conversation)
+    # The next chat with this model goes straight to it.
+    await collect(chat_client.chat("again"))
+    assert len(chosen) == 2
+    assert provider.requests[-1].tools == ()
+
+
 async def test_without_react_a_tools_unsupported_answer_says_to_install_it(
     anyio_backend: str,
 ) -> None:

@@ -15,6 +15,7 @@ from ollm_llamacpp._format import TRANSCRIPT_STOPS, supports_tools
 from ollm_llamacpp._gguf import GGUFError, GGUFInfo, read_gguf
 
 __all__ = [
+    "JSON_STRATEGY",
     "REACT_STRATEGY",
     "capabilities",
     "describe",
@@ -25,8 +26,15 @@ __all__ = [
 ]
 
 REACT_STRATEGY = "react-example"
-"""The tool-calling strategy for a model whose template has no tools (or no template):
-ReAct with a worked example, which small models need to follow the protocol."""
+"""The tool-calling strategy for a base model (no chat template): ReAct with a worked
+example, a transcript to continue, which a model that was never taught to follow
+instructions can still keep to."""
+JSON_STRATEGY = "json-react"
+"""The tool-calling strategy for a chat model whose template has no tools: each step a
+JSON object the grammar keeps to, so every call parses and has valid arguments. Not for
+a base model: measured with Gemma 3 270M (benchmarks/bench_local.py), its steps are
+well formed but it repeats a failing call where the worked example's transcript gets
+most answers right."""
 
 # The second and later files of a model split in parts (llama.cpp loads the first).
 _LATER_PART = re.compile(r"-(\d{5})-of-(\d{5})$")
@@ -145,7 +153,10 @@ def capabilities(info: GGUFInfo, context_window: int) -> ModelCapabilities:
         embedding=info.embedding,
         completion=not info.embedding,
         context_window=context_window,
-        tool_strategy=None if tools else REACT_STRATEGY,
+        tool_strategy=(
+            None if tools else REACT_STRATEGY if info.chat_template is None else JSON_STRATEGY
+        ),
+        fallback_tool_strategy=None if tools or info.chat_template is None else REACT_STRATEGY,
     )
 
 

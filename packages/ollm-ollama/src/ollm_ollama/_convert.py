@@ -330,9 +330,14 @@ def capabilities_from(
     max_context_window: int | None = None,
 ) -> ModelCapabilities:
     """``/api/show`` ``capabilities`` as ollm's; an absent list means unknown, not none."""
+    # A model that writes text calls tools through json-react when it has no native tools
+    # (or refuses them, its capabilities unknown or wrong): each step is kept to its JSON
+    # Schema by ``format``.
     if names is None:
         return ModelCapabilities(
-            context_window=context_window, max_context_window=max_context_window
+            context_window=context_window,
+            max_context_window=max_context_window,
+            tool_strategy="json-react",
         )
     have = frozenset(names)
     tools = "tools" in have
@@ -344,7 +349,5 @@ def capabilities_from(
         completion="completion" in have,
         context_window=context_window,
         max_context_window=max_context_window,
-        # Without native tools, a model that writes text calls them through json-react:
-        # each step is kept to its JSON Schema by ``format``.
-        tool_strategy=None if tools or "completion" not in have else "json-react",
+        tool_strategy="json-react" if "completion" in have else None,
     )

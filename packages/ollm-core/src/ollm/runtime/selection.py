@@ -49,6 +49,9 @@ class StrategySelection:
         self.model = model
         self.mode = mode
         self.recover = recover
+        # What the model was known to do when the chat began (None: not asked, or the
+        # provider cannot say): a refusal later switches to the strategy they name.
+        self.capabilities: ModelCapabilities | None = None
 
     @property
     def remembered(self) -> bool:
@@ -59,6 +62,7 @@ class StrategySelection:
         self, capabilities: ModelCapabilities | None
     ) -> tuple[ToolStrategy, NoticeEvent | None]:
         """The strategy for a chat that offers tools, and the notice that says why."""
+        self.capabilities = capabilities
         if self.mode == "native":
             return self._native(), None
         if self.mode != "auto":
@@ -90,17 +94,23 @@ class StrategySelection:
     def after_refusal(
         self, strategy: ToolStrategy, error: ErrorEvent | None, streamed: bool
     ) -> tuple[ToolStrategy, NoticeEvent] | None:
-        """After a 'does not support tools' answer: ReAct for this model from now on."""
+        """After a 'does not support tools' answer: for this model from now on, the
+        strategy its capabilities name when one is installed, else ReAct."""
         if (
             error is None
             or error.code != ErrorCode.TOOLS_UNSUPPORTED
             or self.mode != "auto"
             or strategy.name not in NATIVE
             or streamed
-            or "react" not in self.strategies
         ):
             return None
+        wanted = self._named(self.capabilities)
+        if wanted is None and "react" not in self.strategies:
+            return None
         self.refused.add(self.key)
+        if wanted is not None:
+            why = f"{self.model} does not support native tool calling: switched to {wanted}."
+            return self.strategies.create(wanted), NoticeEvent(why, "strategy")
         react, notice = self._react(
             f"{self.model} does not support native tool calling: switched to ReAct."
         )

@@ -26,7 +26,9 @@ class ModelCapabilities(msgspec.Struct, frozen=True, omit_defaults=True):
     which cannot call tools natively (``"json-react"`` on a backend that constrains its
     replies to a JSON Schema, ``"react-example"`` for a very small model); the
     runtime's ``auto`` choice then uses it instead of ``react`` when it is installed,
-    else ``fallback_tool_strategy`` when that one is.
+    else ``fallback_tool_strategy`` when that one is: for a model known to lack native
+    tools from the start, and for one that answers "does not support tools" although
+    its capabilities did not say so.
     """
 
     tools: bool | None = None
