@@ -17,8 +17,9 @@ At temperature 0, through ``ChatClient`` with ``LlamaCppProvider``:
   valid value on the first try (no correction allowed);
 - 20 tool tasks over ``calculate`` and two small tools, with each strategy the model can
   use (it has no native tools): ``react``, ``react-example`` and ``json-react``; the
-  rates of a parseable call with valid arguments, of the right tool, and of a final
-  answer that contains the tool's result;
+  rates of calls well formed (every call names a real tool, with arguments of its
+  schema), of a first call the tool ran without an error, of the right tool, and of a
+  final answer that contains the tool's result;
 - the time to first token of a ``-c`` turn on a conversation of about 1,500 tokens, in
   a new provider (a new process's), cold (no saved state) against warm (the state the
   previous turn saved).
@@ -112,6 +113,8 @@ TOOL_TASKS: list[tuple[str, str, str]] = [
     ("How many letters are in the word sun?", "word_length", "3"),
 ]
 STRATEGIES = ("react", "react-example", "json-react")
+# What a call the model wrote wrong fails with (not a tool's own failure).
+MALFORMED = (ollm.ErrorCode.TOOL_NOT_FOUND, ollm.ErrorCode.INVALID_ARGUMENTS)
 
 
 def model_folder() -> Path:
@@ -150,6 +153,8 @@ async def tool_task(
     valid = bool(calls) and not calls[0].is_error
     text = "".join(e.text for e in events if isinstance(e, ollm.TextEvent))
     return {
+        # every call the model made named a real tool with arguments of its schema
+        "well_formed": bool(calls) and all(c.error_code not in MALFORMED for c in calls),
         "valid_call": valid,
         "right_tool": bool(calls) and calls[0].call.name == tool,
         "grounded": result in text,
@@ -312,7 +317,7 @@ async def main(
             runs = [await tool_task(provider, *task, strategy) for task in tool_tasks]
             figures[f"tools_{strategy}"] = {
                 key: f"{sum(run[key] for run in runs)}/{len(runs)}"
-                for key in ("valid_call", "right_tool", "grounded")
+                for key in ("well_formed", "valid_call", "right_tool", "grounded")
             } | {"seconds": round(time.perf_counter() - started, 1)}
             print(figures, file=sys.stderr)
     if only in (None, "warm"):
