@@ -200,3 +200,39 @@ def test_in_ci_the_slowest_tests_are_listed(monkeypatch: pytest.MonkeyPatch) -> 
 )
 def test_a_user_who_says_how_to_run_the_tests_is_obeyed(args: list[str]) -> None:
     assert ollmw().test_arguments(args) == args
+
+
+def test_a_second_ollmw_waits_for_the_first_set_up_and_does_not_start_it_over(
+    tmp_path: Path,
+) -> None:
+    """.ci/run runs ``ollmw lint`` and ``ollmw docs`` side by side: the second waits for
+    the first's set-up under the lock, then finds .venv has what it needs."""
+    import threading
+
+    module = ollmw()
+    module.VENV = tmp_path / ".venv"
+    python = module.venv_python()
+    python.parent.mkdir(parents=True)
+    python.touch()
+    installs: list[list[str]] = []
+    module.run = lambda command, quiet=True, env=None: installs.append(command)
+    asked, asked_again = threading.Event(), threading.Event()
+    read_stamp = module.read_stamp
+
+    def counted() -> tuple[str, set[str], set[str]]:
+        (asked_again if asked.is_set() else asked).set()
+        return read_stamp()
+
+    module.read_stamp = counted
+    with module.setup_lock():  # the first ollmw, setting up
+        second = threading.Thread(target=module.ensure_environment, args=(["test"], []))
+        second.start()
+        assert asked.wait(60)  # the second found .venv not set up yet
+        # It waits for the lock before it looks again (a second ollmw that did not would
+        # be seen here, given a second; one that waits passes whatever the machine's speed).
+        assert not asked_again.wait(1.0)
+        stamp = f"{module.fingerprint()}\ntest,lint\n\n"
+        (module.VENV / ".ollmw-stamp").write_text(stamp)
+    second.join(60)
+    assert not second.is_alive()
+    assert installs == []  # it found the first one's set-up, and installed nothing
