@@ -213,3 +213,52 @@ async def test_each_steps_stream_is_closed_before_the_next_request() -> None:
     assert result.text == "17 * 23 is 391."
     assert provider.open_at_start == [0, 0]
     assert provider.open == 0
+
+
+async def test_a_call_repeated_with_the_same_arguments_is_not_run_and_the_next_step_answers(
+    fake: Fake,
+) -> None:
+    """At temperature 0 a small model repeats a failing call until the turn limit: the
+    repeat gets the first one's result instead of running, and the step after it may
+    only answer."""
+    wrong = step("calculate", tool="calculate", arguments={"expression": "17 * 23 ="})
+    fake.script(fake.text(wrong), fake.text(wrong), fake.text(ANSWER))
+    ran: list[str] = []
+
+    def counting(expression: str) -> str:
+        """Evaluate an arithmetic expression.
+
+        Args:
+            expression: For example "2 * 3".
+        """
+        ran.append(expression)
+        return "error: not an expression"
+
+    tool = ollm.Tool.from_function(counting).renamed("calculate")
+    async with (
+        fake.client(registries=registries(), tools=[tool], tool_strategy="json-react") as client,
+        client.chat("What is 17 * 23?") as stream,
+    ):
+        events = [event async for event in stream]
+
+    assert ran == ["17 * 23 ="]  # once, not twice
+    results = [e.result for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert len(results) == 2
+    assert results[1].startswith(
+        "Tool 'calculate' was not run: it was already called with these same arguments"
+    )
+    assert "error: not an expression" in results[1]
+    assert events[-1].reason == "stop"  # type: ignore[union-attr]
+    _, second, third = fake.bodies
+    # Only the step after the repeat is kept to an answer.
+    assert "anyOf" in schema_of(fake, second)["properties"]["action"]
+    answer_only = schema_of(fake, third)["properties"]["action"]
+    assert answer_only["required"] == ["final_answer"]
+    assert [m.role for m in client.conversation.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]

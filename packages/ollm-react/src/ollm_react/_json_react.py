@@ -37,6 +37,7 @@ from ollm.types import (
     ToolSchema,
 )
 from ollm_react._instructions import render_schema
+from ollm_react._memory import CallMemory
 from ollm_react._parser import is_placeholder
 from ollm_react._render import result_json
 from ollm_react._strategy import _Inner
@@ -127,6 +128,7 @@ class JsonReActStrategy:
         self._call_id = "json_react_1"
         self._wrap_up_next = False
         self._wrapping_up = False
+        self._calls = CallMemory()
 
     @property
     def name(self) -> str:
@@ -170,6 +172,7 @@ class JsonReActStrategy:
         self._wrapping_up, self._wrap_up_next = self._wrap_up_next, False
         made = sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")
         self._call_id = f"json_react_{made + 1}"
+        self._calls.learn(request.messages)
         return self._stream(provider, self._step_request(request, answer_only=self._wrapping_up))
 
     async def _stream(
@@ -232,10 +235,7 @@ class JsonReActStrategy:
                 )
             else:
                 self._format_errors = 0
-                call = ToolCall(self._call_id, tool, value)
-                return ReplyReview(
-                    message=Message.assistant("", tool_calls=(call,), thinking=thought or None)
-                )
+                return self._call(ToolCall(self._call_id, tool, value), thought)
         self._format_errors += 1
         message = Message.assistant(raw)
         if self._format_errors >= self.max_format_errors:
@@ -256,6 +256,23 @@ class JsonReActStrategy:
                 "action, as the instructions say."
             ),
         )
+
+    def _call(self, call: ToolCall, thought: str) -> ReplyReview:
+        """The step's call; made again with the same arguments, it does not run: it gets
+        the first one's result, and the next step can only answer. (At temperature 0 a
+        small model repeats a failing call until the turn limit, its prompt the same.)"""
+        message = Message.assistant("", tool_calls=(call,), thinking=thought or None)
+        if not self._calls.made(call):
+            self._calls.record(call)
+            return ReplyReview(message=message)
+        earlier = self._calls.result(call)
+        why = (
+            "it was already called with these same arguments; its result was: "
+            f"{result_json(earlier) if earlier is not None else 'not known'}. Give your "
+            "final answer now, from what you know."
+        )
+        self._wrap_up_next = True
+        return ReplyReview(message=message, results={call.id: why})
 
     # -- the turn limit ----------------------------------------------------------------
 

@@ -10,10 +10,8 @@ so it keeps that chat's count of malformed replies and the calls already made.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
 
 import msgspec
 
@@ -33,6 +31,7 @@ from ollm.types import (
     ToolSchema,
 )
 from ollm_react._instructions import build_instructions, feedback, wrap_up_prompt
+from ollm_react._memory import CallMemory
 from ollm_react._parser import (
     FormatProblem,
     ParsedAction,
@@ -87,9 +86,7 @@ class ReActStrategy:
         self._tools: tuple[ToolSchema, ...] = ()
         self._format_errors = 0
         self._thought_only = False  # the last reply only thought
-        self._calls: dict[str, int] = {}
-        self._call_keys: dict[str, str] = {}
-        self._results: dict[str, str] = {}
+        self._calls = CallMemory()
         self._wrap_up_next = False
         # The last system prompt: its tools, what else it was built from, and the text.
         self._system: (
@@ -167,9 +164,7 @@ class ReActStrategy:
         # Unique in the conversation: one more than the calls its history holds.
         made = sum(len(m.tool_calls) for m in request.messages if m.role == "assistant")
         self._call_id = f"react_{made + 1}"
-        for message in request.messages:
-            if message.role == "tool" and message.tool_call_id in self._call_keys:
-                self._results[self._call_keys[message.tool_call_id]] = message.text
+        self._calls.learn(request.messages)
 
     async def _stream(
         self, provider: ProviderAdapter, request: ProviderRequest
@@ -286,10 +281,9 @@ class ReActStrategy:
     def _action(self, parsed: ParsedAction) -> ReplyReview:
         call = ToolCall(self._call_id, parsed.tool, parsed.args)
         message = Message.assistant("", tool_calls=(call,), thinking=parsed.thought or None)
-        key = f"{parsed.tool}\x00{_canonical(parsed.args)}"
-        made = self._calls.get(key, 0)
+        made = self._calls.made(call)
         if made >= _REPEAT_LIMIT:
-            earlier = self._results.get(key)
+            earlier = self._calls.result(call)
             shown = result_json(earlier) if earlier is not None else "not known"
             why = (
                 f"it was already called {made} times with these same arguments "
@@ -297,8 +291,7 @@ class ReActStrategy:
                 "result, call a tool with other arguments, or give your Final Answer."
             )
             return ReplyReview(message=message, results={call.id: why})
-        self._calls[key] = made + 1
-        self._call_keys[call.id] = key
+        self._calls.record(call)
         return ReplyReview(message=message)
 
     def _too_many(self, problem: FormatProblem) -> ErrorEvent:
@@ -391,10 +384,6 @@ def _last_answer(parsed: ParsedReply) -> ReplyReview:
     if not text:
         text = "I could not finish within the turn limit."
     return ReplyReview(message=Message.assistant(text), events=(TextEvent(text),))
-
-
-def _canonical(args: dict[str, Any]) -> str:
-    return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _events(outputs: list[Output]) -> list[ProviderEvent]:
