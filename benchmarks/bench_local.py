@@ -314,7 +314,10 @@ async def main(
             print(figures, file=sys.stderr)
         for strategy in strategies if only in (None, "tools") else ():
             started = time.perf_counter()
-            runs = [await tool_task(provider, *task, strategy) for task in tool_tasks]
+            runs = []
+            for task in tool_tasks:
+                runs.append(await tool_task(provider, *task, strategy))
+                print(f"{strategy}: {task[0]!r} {runs[-1]}", file=sys.stderr)
             figures[f"tools_{strategy}"] = {
                 key: f"{sum(run[key] for run in runs)}/{len(runs)}"
                 for key in ("well_formed", "valid_call", "right_tool", "grounded")
