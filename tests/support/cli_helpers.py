@@ -80,7 +80,10 @@ def start_fork_server() -> str:
                 stdout=subprocess.PIPE,
                 stderr=log,
                 cwd=folder,
-                env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+                # OLLM_FORK_SERVER: a variable the child must not see (the child's
+                # environment is the client's alone: tests/test_fork_server.py checks).
+                env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}}
+                | {"OLLM_FORK_SERVER": str(folder)},
             )
         assert _server.stdout is not None
         _server.stdout.readline()  # listening (or gone: the client then runs the real one)
