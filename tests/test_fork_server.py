@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import OLLM, OLLM_REAL, fork_server_on, installed_plugin, ollm_env
+from log_helpers import ollm
 
 pytestmark = pytest.mark.skipif(
     not fork_server_on() or sys.platform != "linux", reason="the fork server is off"
@@ -65,16 +66,8 @@ def sleeper(tmp_path: Path) -> str:
 
 def both(*args: str, stdin: str | None = None, **env: str) -> Iterator[Outcome]:
     """``ollm ARGS`` run by the fork server, then by the real command."""
-    for command in (OLLM, OLLM_REAL):
-        done = subprocess.run(
-            [command, *args],
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=ollm_env(**env),
-        )
+    for real in (False, True):
+        done = ollm(None, *args, stdin=stdin, real=real, **env)
         yield done.returncode, done.stdout, done.stderr
 
 
