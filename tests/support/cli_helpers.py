@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 OLLM_REAL = str(Path(sys.executable).with_name("ollm"))
@@ -49,6 +50,7 @@ def installed_plugin(folder: Path, name: str, module: str, support: Path) -> str
 
 _server: subprocess.Popen[bytes] | None = None
 _client: str | None = None
+_starting = threading.Lock()  # the docs' tests start documents in threads
 
 
 def fork_server_on() -> bool:
@@ -63,33 +65,36 @@ def fork_server_on() -> bool:
 def start_fork_server() -> str:
     """The client of this process's fork server, started on first use."""
     global _server, _client
-    if _client is None:
-        folder = Path(tempfile.mkdtemp(prefix="ollm-fork-"))
-        client = folder / "ollm"  # named as the command: argparse and shells show it
-        client.write_text(f"#!{sys.executable} -IS\n" + (SUPPORT / "fork_client.py").read_text())
-        client.chmod(0o755)
-        with (folder / "server.log").open("wb") as log:
-            _server = subprocess.Popen(
-                [
-                    sys.executable,
-                    str(SUPPORT / "fork_server.py"),
-                    str(folder / "server.sock"),
-                    OLLM_REAL,
-                ],
-                stdin=subprocess.PIPE,  # closed when this process ends: the server ends
-                stdout=subprocess.PIPE,
-                stderr=log,
-                cwd=folder,
-                # OLLM_FORK_SERVER: a variable the child must not see (the child's
-                # environment is the client's alone: tests/test_fork_server.py checks).
-                env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}}
-                | {"OLLM_FORK_SERVER": str(folder)},
-            )
-        assert _server.stdout is not None
-        _server.stdout.readline()  # listening (or gone: the client then runs the real one)
-        _client = str(client)
-        atexit.register(stop_fork_server)
+    with _starting:
+        if _client is None:
+            _client = _start()
     return _client
+
+
+def _start() -> str:
+    global _server
+    folder = Path(tempfile.mkdtemp(prefix="ollm-fork-"))
+    client = folder / "ollm"  # named as the command: argparse and shells show it
+    client.write_text(f"#!{sys.executable} -IS\n" + (SUPPORT / "fork_client.py").read_text())
+    client.chmod(0o755)
+    # OLLM_FORK_SERVER: a variable the child must not see (its environment is the
+    # client's alone: tests/test_fork_server.py checks).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["OLLM_FORK_SERVER"] = str(folder)
+    server = [sys.executable, str(SUPPORT / "fork_server.py"), str(folder / "server.sock")]
+    with (folder / "server.log").open("wb") as log:
+        _server = subprocess.Popen(
+            [*server, OLLM_REAL],
+            stdin=subprocess.PIPE,  # closed when this process ends: the server ends
+            stdout=subprocess.PIPE,
+            stderr=log,
+            cwd=folder,
+            env=env,
+        )
+    assert _server.stdout is not None
+    _server.stdout.readline()  # listening (or gone: the client then runs the real one)
+    atexit.register(stop_fork_server)
+    return str(client)
 
 
 def stop_fork_server() -> None:
