@@ -23,10 +23,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 # A provider that says a word and then waits for ever (until cancelled), or (by model)
-# dies of SIGKILL, or tells its folder, umask and ollm's variables: installed by
-# PYTHONPATH, as the tests install plugins.
+# dies of SIGKILL, or prints to stdout and stderr, or tells its folder, umask
+# and ollm's variables: installed by PYTHONPATH, as the tests install plugins.
 SLEEPER = """
-import os, signal
+import os, signal, sys
 import anyio
 import ollm
 from ollm.hookspecs import hookimpl
@@ -39,6 +39,11 @@ class Sleeper:
     async def chat_stream(self, request):
         if request.model == "crash":
             os.kill(os.getpid(), signal.SIGKILL)
+        if request.model == "order":  # stdout unflushed, then stderr flushed
+            print("out")
+            print("err", file=sys.stderr, flush=True)
+            yield ollm.TextEvent("done")
+            return
         if request.model == "where":
             umask = os.umask(0)
             names = sorted(name for name in os.environ if name.startswith("OLLM_"))
@@ -137,20 +142,20 @@ def test_colour_follows_the_terminal_and_no_color(no_color: bool) -> None:
             assert process.stdout is not None
             stdout = process.stdout.read()
             process.wait(timeout=120)
-        seen.append((process.returncode, stdout, _read_terminal(leader)))
+        seen.append((process.returncode, stdout, _read_to_the_end(leader)))
     assert seen[0] == seen[1]
     assert (b"\x1b[" in seen[0][2]) is not no_color
 
 
-def _read_terminal(leader: int) -> bytes:
+def _read_to_the_end(reader: int) -> bytes:
     data = b""
     try:
-        while chunk := os.read(leader, 1 << 16):
+        while chunk := os.read(reader, 1 << 16):
             data += chunk
-    except OSError:  # EIO: the other side is closed and everything was read
+    except OSError:  # a terminal's EIO: the other side is closed, everything was read
         pass
     finally:
-        os.close(leader)
+        os.close(reader)
     return data
 
 
@@ -246,3 +251,49 @@ def test_the_folder_the_umask_and_the_environment_are_the_callers(
     assert (folder, umask) == (str(tmp_path), "27")
     assert "OLLM_LOGS_PATH" in names
     assert "OLLM_FORK_SERVER" not in names  # the server's own
+
+
+@pytest.mark.parametrize(
+    ("on_a_terminal", "unbuffered"), [(False, True), (False, False), (True, False)]
+)
+def test_stdout_buffers_as_a_fresh_interpreters(
+    sleeper: str, on_a_terminal: bool, unbuffered: bool
+) -> None:
+    """A line printed with no flush, then one on stderr, on one stream: the first shows
+    first on a terminal (line buffering) or under PYTHONUNBUFFERED, else last. The child's
+    stdout is made for the caller's stream and environment, not the server's own."""
+    env = ollm_env(PYTHONPATH=sleeper)
+    if not unbuffered:
+        del env["PYTHONUNBUFFERED"]
+    seen = []
+    for command in (OLLM, OLLM_REAL):
+        reader, writer = pty.openpty() if on_a_terminal else os.pipe()
+        with subprocess.Popen(
+            [command, "chat", "-p", "sleeper", "-m", "order", "--no-log", "hi"],
+            stdin=subprocess.DEVNULL,
+            stdout=writer,
+            stderr=writer,
+            env=env,
+        ) as process:
+            os.close(writer)
+            seen.append(_read_to_the_end(reader))
+            process.wait(timeout=120)
+    assert seen[0] == seen[1]
+    assert (seen[0].index(b"out") < seen[0].index(b"err")) is (on_a_terminal or unbuffered)
+
+
+def test_an_interpreter_setting_of_the_caller_holds() -> None:
+    """PYTHONIOENCODING (read once, at an interpreter's start): a child unlike the server
+    in it runs the real ollm, whose stdout then writes Latin-1."""
+    seen = []
+    for command in (OLLM, OLLM_REAL):
+        done = subprocess.run(
+            [command, "chat", "-p", "echo", "--no-log", "café"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=120,
+            env=ollm_env(PYTHONIOENCODING="latin-1"),
+        )
+        seen.append((done.returncode, done.stdout, done.stderr))
+    assert seen[0] == seen[1]
+    assert seen[0][1] == b"caf\xe9\n"
