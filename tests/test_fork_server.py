@@ -71,8 +71,8 @@ def sleeper(tmp_path: Path) -> str:
 
 def both(*args: str, stdin: str | None = None, **env: str) -> Iterator[Outcome]:
     """``ollm ARGS`` run by the fork server, then by the real command."""
-    for real in (False, True):
-        done = ollm(None, *args, stdin=stdin, real=real, **env)
+    for command in (OLLM, OLLM_REAL):
+        done = ollm(None, *args, stdin=stdin, command=command, **env)
         yield done.returncode, done.stdout, done.stderr
 
 
@@ -297,3 +297,15 @@ def test_an_interpreter_setting_of_the_caller_holds() -> None:
         seen.append((done.returncode, done.stdout, done.stderr))
     assert seen[0] == seen[1]
     assert seen[0][1] == b"caf\xe9\n"
+
+
+def test_without_a_server_the_client_runs_the_real_ollm(tmp_path: Path) -> None:
+    """A client beside no server (one gone, a folder deleted) execs the real command."""
+    alone = tmp_path / "ollm"
+    alone.write_text(Path(OLLM).read_text())
+    alone.chmod(0o755)
+    outcomes = []
+    for command in (str(alone), OLLM_REAL):
+        done = ollm(None, "chat", "-p", "echo", "--no-log", "alone", command=command)
+        outcomes.append((done.returncode, done.stdout, done.stderr))
+    assert outcomes[0] == outcomes[1] == (0, "alone\n", "")

@@ -16,18 +16,19 @@ def ollm(
     *args: str,
     stdin: str | None = None,
     run: Mapping[str, Any] | None = None,
-    real: bool = False,
+    command: str | None = None,
     **env: str,
 ) -> subprocess.CompletedProcess[str]:
     """``ollm ARGS`` logging to ``db`` (``None``: as ``env`` says), with ``stdin`` as its
     input (none by default), ``env`` added to a clean environment, and ``run`` given to
-    ``subprocess.run`` (``umask``, ``preexec_fn``...); ``real``: the console script, not
-    the fork server's client."""
+    ``subprocess.run`` (``umask``, ``preexec_fn``...); ``command``: what runs as ``ollm``
+    (``OLLM`` by default)."""
     if db is not None:
         env.setdefault("OLLM_LOGS_PATH", str(db))
     # A preexec_fn changes the process started (its capabilities, its limits): the fork
     # server's child is not that process, so the real ollm runs.
-    command = OLLM_REAL if real or (run and "preexec_fn" in run) else OLLM
+    if command is None:
+        command = OLLM_REAL if run and "preexec_fn" in run else OLLM
     return subprocess.run(
         [command, *args],
         input=stdin,
