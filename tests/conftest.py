@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,10 @@ def _shares_a_fixture(item: pytest.Item) -> bool:
         for definitions in info.name2fixturedefs.values()
         for definition in definitions
     )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # The fork server of the tests' `ollm` (tests/support/cli_helpers.py), if started.
+    helpers = sys.modules.get("cli_helpers")
+    if helpers is not None:
+        helpers.stop_fork_server()

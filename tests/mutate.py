@@ -314,7 +314,8 @@ def recheck(name: str) -> None:
 # schema ignored). tests/plants.toml lists such bugs, each a text replacement in one
 # file of packages/, by module (a module names its test files). Each is planted into a
 # copy of its distribution's src/ (first on PYTHONPATH, as --recheck does), the module's
-# tests run against it, and the verdict is printed: caught, or not caught.
+# tests run against it, and the verdict is printed: caught, or not caught. A plant in
+# the tests' own support (the fork server of their `ollm`) is made in place and undone.
 
 
 def _plants_file() -> dict[str, Any]:
@@ -359,6 +360,11 @@ def plants(chosen: list[str]) -> None:
                 sys.exit(f"mutate: {module}'s tests fail with no plant:\n{baseline.stdout[-2000:]}")
         for plant in planted:
             relative = Path(plant["file"])
+            if relative.parts[0] == "tests":
+                verdict = _plant_in_the_tests(plant, pytest, env)
+                verdicts.setdefault(module, []).append(verdict)
+                print(f"{module} {plant['id']}: {verdict} ({plant['bug']})", flush=True)
+                continue
             distribution = relative.parts[1]  # packages/<distribution>/src/...
             with tempfile.TemporaryDirectory() as scratch:
                 copy = Path(scratch) / "src"
@@ -382,6 +388,23 @@ def plants(chosen: list[str]) -> None:
     for module, found in verdicts.items():
         caught = sum(v.startswith("caught") for v in found)
         print(f"{module}: {caught} of {len(found)} caught")
+
+
+def _plant_in_the_tests(plant: dict[str, Any], pytest: list[str], env: dict[str, str]) -> str:
+    """A plant in the tests' own machinery (tests/support/fork_server.py): made in place,
+    since the tests import tests/support ahead of any PYTHONPATH, and always undone."""
+    target = ROOT / plant["file"]
+    text = target.read_text(encoding="utf-8")
+    if text.count(plant["old"]) != 1:
+        return "cannot be planted (its text is not there once)"
+    try:
+        target.write_text(text.replace(plant["old"], plant["new"]), encoding="utf-8")
+        result = subprocess.run(pytest, cwd=ROOT, env=env, capture_output=True, timeout=900)
+        return "caught" if result.returncode else "NOT CAUGHT"
+    except subprocess.TimeoutExpired:
+        return "caught (the tests hang)"
+    finally:
+        target.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str]) -> None:

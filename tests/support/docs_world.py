@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from cli_helpers import fork_server_on, start_fork_server
+
 from ollm_testutils import (
     FakeAnthropicServer,
     FakeGeminiServer,
@@ -121,9 +123,7 @@ def environment(root: Path, servers: Servers) -> dict[str, str]:
             "PYTHONUNBUFFERED": "1",
             "HOME": str(root / "home"),
             "XDG_CONFIG_HOME": str(root / "home" / ".config"),
-            "PATH": os.pathsep.join([str(root / "bin"), str(Path(sys.executable).parent)])
-            + os.pathsep
-            + os.environ.get("PATH", ""),
+            "PATH": os.pathsep.join([*_bin_folders(root), os.environ.get("PATH", "")]),
             "PYTHONPATH": str(root / "src"),
             "OLLM_LOGS_PATH": str(root / "logs.db"),
             "OLLM_OPENAI_PROFILES": str(root / "openai.toml"),
@@ -140,6 +140,13 @@ def environment(root: Path, servers: Servers) -> dict[str, str]:
         }
     )
     return env
+
+
+def _bin_folders(root: Path) -> list[str]:
+    """The document's commands (uvx), then ``ollm``: the fork server's client when it is
+    on (cli_helpers.py; its folder holds nothing else a shell would run), then the venv's."""
+    client = [str(Path(start_fork_server()).parent)] if fork_server_on() else []
+    return [str(root / "bin"), *client, str(Path(sys.executable).parent)]
 
 
 def prepare(root: Path, document: Path, servers: Servers) -> None:

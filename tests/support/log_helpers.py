@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cli_helpers import OLLM, ollm_env
+from cli_helpers import OLLM, OLLM_REAL, ollm_env
 
 
 def ollm(
@@ -16,15 +16,21 @@ def ollm(
     *args: str,
     stdin: str | None = None,
     run: Mapping[str, Any] | None = None,
+    command: str | None = None,
     **env: str,
 ) -> subprocess.CompletedProcess[str]:
     """``ollm ARGS`` logging to ``db`` (``None``: as ``env`` says), with ``stdin`` as its
     input (none by default), ``env`` added to a clean environment, and ``run`` given to
-    ``subprocess.run`` (``umask``, ``preexec_fn``...)."""
+    ``subprocess.run`` (``umask``, ``preexec_fn``...); ``command``: what runs as ``ollm``
+    (``OLLM`` by default)."""
     if db is not None:
         env.setdefault("OLLM_LOGS_PATH", str(db))
+    # A preexec_fn changes the process started (its capabilities, its limits): the fork
+    # server's child is not that process, so the real ollm runs.
+    if command is None:
+        command = OLLM_REAL if run and "preexec_fn" in run else OLLM
     return subprocess.run(
-        [OLLM, *args],
+        [command, *args],
         input=stdin,
         stdin=None if stdin is not None else subprocess.DEVNULL,
         capture_output=True,
