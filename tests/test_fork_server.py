@@ -165,6 +165,10 @@ def test_a_plugin_installed_by_pythonpath_is_found(sleeper: str) -> None:
     assert "ollm-sleeper" in forked[1]
 
 
+def _hangup_as_default() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def chatting(
     command: str, sleeper: str, model: str = "sleeper", backend: str = "asyncio"
@@ -178,6 +182,9 @@ def chatting(
         stderr=subprocess.PIPE,
         text=True,
         env=ollm_env(PYTHONPATH=sleeper),
+        # As a terminal starts it: under nohup (a CI runner's, say) SIGHUP is ignored, and
+        # an ignored signal stays ignored through exec, and through the fork server alike.
+        preexec_fn=_hangup_as_default,
     )
     with process:
         try:
