@@ -69,9 +69,8 @@ class WithExample(TextTools):
     name = "react-example"
 
 
-async def test_a_model_may_name_the_strategy_it_needs_instead_of_react(anyio_backend: str) -> None:
-    capabilities = ollm.ModelCapabilities(tools=False, tool_strategy="react-example")
-    provider = ScriptedProvider("CALL lookup", "the answer", capabilities=capabilities)
+def _with_example(provider: ollm.ProviderAdapter) -> tuple[ollm.Registries, list[TextTools]]:
+    """Registries with ``react-example`` too, and the list of the ones the chats made."""
     registries = _registries(provider)
     chosen: list[TextTools] = []
 
@@ -80,6 +79,13 @@ async def test_a_model_may_name_the_strategy_it_needs_instead_of_react(anyio_bac
         return chosen[-1]
 
     registries.strategies.register(ollm.StrategySpec("react-example", build))
+    return registries, chosen
+
+
+async def test_a_model_may_name_the_strategy_it_needs_instead_of_react(anyio_backend: str) -> None:
+    capabilities = ollm.ModelCapabilities(tools=False, tool_strategy="react-example")
+    provider = ScriptedProvider("CALL lookup", "the answer", capabilities=capabilities)
+    registries, chosen = _with_example(provider)
     events = await collect(ollm.ChatClient(registries, model="tiny", tools=[lookup]).chat("q"))
     notices = [e for e in events if isinstance(e, ollm.NoticeEvent)]
     assert [(n.kind, n.message) for n in notices] == [
@@ -180,14 +186,7 @@ async def test_a_tools_unsupported_answer_switches_to_the_strategy_the_model_nam
     provider = ScriptedProvider(
         Reply(error=refusal), "CALL lookup", "done", "second chat", capabilities=capabilities
     )
-    registries = _registries(provider)
-    chosen: list[TextTools] = []
-
-    def build() -> TextTools:
-        chosen.append(WithExample())
-        return chosen[-1]
-
-    registries.strategies.register(ollm.StrategySpec("react-example", build))
+    registries, chosen = _with_example(provider)
     chat_client = ollm.ChatClient(registries, model="tiny", tools=[lookup])
     events = await collect(chat_client.chat("q"))
     assert not [e for e in events if isinstance(e, ollm.ErrorEvent)]
