@@ -16,6 +16,7 @@ from typing import IO
 import flood_provider
 import pytest
 from cli_helpers import OLLM, installed_plugin, ollm_env
+from log_helpers import ollm
 
 SUPPORT = Path(flood_provider.__file__).parent
 
@@ -88,13 +89,7 @@ def test_a_second_ctrl_c_during_a_flood_exits_130(tmp_path: Path, json_mode: boo
     assert process.returncode == 130, errors.decode(errors="replace")[-2000:]
     assert b"Traceback" not in errors
     assert b"unexpected" not in errors
-    listed = subprocess.run(
-        [OLLM, "logs", "list", "--json"],
-        capture_output=True,
-        text=True,
-        env=ollm_env(OLLM_LOGS_PATH=str(logs)),
-        timeout=60,
-    )
+    listed = ollm(logs, "logs", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     # the chat was logged, cut short as it was
     assert '"flood"' in listed.stdout, errors.decode(errors="replace")[-2000:]

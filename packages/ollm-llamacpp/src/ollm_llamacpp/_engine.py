@@ -240,8 +240,6 @@ class Engine:
             for ids in (self.tokenize(closer, special=False, add_bos=False) for closer in CLOSERS)
             if len(ids) == 1
         )
-        # How many loops the last generation's sampler closed.
-        self._loops_closed = 0
         bos, eos = llama.token_bos(), llama.token_eos()
         self.bos_text = self._token_text(bos)
         self.eos_text = self._token_text(eos)
@@ -288,8 +286,17 @@ class Engine:
         first = started
         if stopped():
             return Generation("cancelled", len(tokens), cached, 0, 0, 0)
-        self._loops_closed = 0
-        steps = self._steps(tokens, cached, sampling, grammar)
+        seed = self._default_seed if sampling.seed is None else sampling.seed
+        sampler = TokenSampler(
+            llama.ctx,
+            self._vocab,
+            self._n_vocab,
+            sampling,
+            seed,
+            llama.last_n_tokens_size,
+            self._closers,
+        )
+        steps = self._steps(tokens, cached, sampler, grammar)
         try:
             for token in steps if limit > 0 else ():
                 if count == 0:
@@ -316,6 +323,7 @@ class Engine:
                     break
         finally:
             steps.close()
+            sampler.close()
         # What was held back as a possible stop string was not one.
         rest = scanner.held + decoder.decode(b"", final=True)
         if rest:
@@ -328,11 +336,11 @@ class Engine:
             count,
             first - started,
             ended - first,
-            self._loops_closed,
+            sampler.loops_closed,
         )
 
     def _steps(
-        self, tokens: list[int], cached: int, sampling: Sampling, grammar: str | None
+        self, tokens: list[int], cached: int, sampler: TokenSampler, grammar: str | None
     ) -> Generator[int, None, None]:
         """The tokens after ``tokens`` (of which the context holds the first ``cached``),
         one at a time; each is decoded only when the
@@ -343,35 +351,21 @@ class Engine:
         vocabulary at every token; ``TokenSampler`` checks the chosen token first.
         """
         llama = self.llama
-        seed = self._default_seed if sampling.seed is None else sampling.seed
-        sampler = TokenSampler(
-            llama.ctx,
-            self._vocab,
-            self._n_vocab,
-            sampling,
-            seed,
-            llama.last_n_tokens_size,
-            self._closers if grammar is not None else (),
-        )
-        try:
-            if grammar is not None:
-                try:
-                    sampler.constrain(self._vocab, grammar)
-                except GrammarError as exc:
-                    raise InvalidRequestError(
-                        f"{exc}: the request's response_format cannot constrain the "
-                        "reply. Simplify its JSON Schema, or ask without it.",
-                        provider=PROVIDER,
-                    ) from None
-            llama.eval(self._unread(tokens, cached))
-            while True:
-                token = sampler.sample()
-                sampler.accept(token)
-                yield token
-                llama.eval([token])
-        finally:
-            self._loops_closed = sampler.loops_closed
-            sampler.close()
+        if grammar is not None:
+            try:
+                sampler.constrain(self._vocab, grammar)
+            except GrammarError as exc:
+                raise InvalidRequestError(
+                    f"{exc}: the request's response_format cannot constrain the "
+                    "reply. Simplify its JSON Schema, or ask without it.",
+                    provider=PROVIDER,
+                ) from None
+        llama.eval(self._unread(tokens, cached))
+        while True:
+            token = sampler.sample()
+            sampler.accept(token)
+            yield token
+            llama.eval([token])
 
     def _unread(self, tokens: list[int], cached: int) -> list[int]:
         """What of ``tokens`` the context must still read: all after the ``cached`` prefix

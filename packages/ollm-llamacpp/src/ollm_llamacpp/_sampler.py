@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -73,10 +74,10 @@ class TokenSampler:
         self.grammar: Any = None
         self._greedy = sampling.temperature == 0.0
         self.resampled = 0
-        # The tokens of the grammar's ways out of a loop (see ``_LOOP``), and the tokens
-        # chosen so far; how many loops were closed.
+        # The tokens of the grammar's ways out of a loop (see ``_LOOP``), the last tokens
+        # chosen under the grammar, and how many loops were closed.
         self._closers = closers
-        self._chosen: list[int] = []
+        self._chosen: deque[int] = deque(maxlen=_LOOP)
         self.loops_closed = 0
         # The candidates: one entry a token, refilled from the logits at each step.
         self._data = (llama_cpp.llama_token_data * n_vocab)()
@@ -101,7 +102,7 @@ class TokenSampler:
         allows it, else the chain's choice among the tokens the grammar allows; in a
         constrained loop, the grammar's way out of it."""
         token = self._sample()
-        if self.grammar is not None and self._closers and self._loops(token):
+        if self.grammar is not None and self._loops(token):
             for closer in self._closers:
                 if self._allowed(closer):
                     self.loops_closed += 1
@@ -114,7 +115,7 @@ class TokenSampler:
         chosen = self._chosen
         if len(chosen) < _LOOP:
             return False
-        tail = [*chosen[-_LOOP:], token]
+        tail = [*chosen, token]
         return any(
             all(tail[i] == tail[i - period] for i in range(period, len(tail)))
             for period in range(1, _PERIOD + 1)

@@ -340,9 +340,8 @@ def capabilities_from(
             tool_strategy="json-react",
         )
     have = frozenset(names)
-    tools = "tools" in have
     return ModelCapabilities(
-        tools=tools,
+        tools="tools" in have,
         vision="vision" in have,
         thinking="thinking" in have,
         embedding="embedding" in have,

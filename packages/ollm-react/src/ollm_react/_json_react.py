@@ -265,11 +265,9 @@ class JsonReActStrategy:
         if not self._calls.made(call):
             self._calls.record(call)
             return ReplyReview(message=message)
-        earlier = self._calls.result(call)
         why = (
             "it was already called with these same arguments; its result was: "
-            f"{result_json(earlier) if earlier is not None else 'not known'}. Give your "
-            "final answer now, from what you know."
+            f"{self._calls.shown(call)}. Give your final answer now, from what you know."
         )
         self._wrap_up_next = True
         return ReplyReview(message=message, results={call.id: why})

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 
 from ollm.types import Message, ToolCall
+from ollm_react._render import result_json
 
 __all__ = ["CallMemory"]
 
@@ -34,9 +35,11 @@ class CallMemory:
         """How often a call of the same tool with the same arguments was made before."""
         return self._made.get(self.key(call), 0)
 
-    def result(self, call: ToolCall) -> str | None:
-        """The result the same call got last, when the history showed it."""
-        return self._results.get(self.key(call))
+    def shown(self, call: ToolCall) -> str:
+        """The result the same call got last (when the history showed it), as the model
+        reads a result."""
+        earlier = self._results.get(self.key(call))
+        return result_json(earlier) if earlier is not None else "not known"
 
     def record(self, call: ToolCall) -> None:
         """``call`` is made (it runs)."""

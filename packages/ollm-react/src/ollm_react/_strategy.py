@@ -41,7 +41,7 @@ from ollm_react._parser import (
     parse_reply,
     without_protocol_text,
 )
-from ollm_react._render import dump_arguments, render_messages, result_json
+from ollm_react._render import dump_arguments, render_messages
 from ollm_react._scanner import Output, StreamScanner
 
 __all__ = ["OBSERVATION_STOP", "ReActStrategy"]
@@ -283,11 +283,10 @@ class ReActStrategy:
         message = Message.assistant("", tool_calls=(call,), thinking=parsed.thought or None)
         made = self._calls.made(call)
         if made >= _REPEAT_LIMIT:
-            earlier = self._calls.result(call)
-            shown = result_json(earlier) if earlier is not None else "not known"
             why = (
                 f"it was already called {made} times with these same arguments "
-                f"({dump_arguments(parsed.args)}). Its result was: {shown}. Use that "
+                f"({dump_arguments(parsed.args)}). Its result was: "
+                f"{self._calls.shown(call)}. Use that "
                 "result, call a tool with other arguments, or give your Final Answer."
             )
             return ReplyReview(message=message, results={call.id: why})

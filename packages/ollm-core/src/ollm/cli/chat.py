@@ -28,7 +28,7 @@ from ollm.cli.config import (
     strategy_names,
     with_tracing,
 )
-from ollm.cli.driving import deferred_interrupts, drive
+from ollm.cli.driving import drive
 from ollm.cli.render import EventRenderer
 from ollm.cli.terminal import Terminal
 from ollm.cli.toolsets import load_toolsets
@@ -433,20 +433,19 @@ class _Session:
         try:
             return _stream(stream, portal, on_event, self.renderer, self.terminal)
         finally:
-            with deferred_interrupts():  # a Ctrl-C now waits until the chat is logged
-                kept = self.log.record(
-                    stream.conversation,
-                    provider=self.provider.name,
-                    model=self.model,
-                    system=self.system,
-                    finish=self.renderer.finish,
-                    error=self.renderer.error,
-                    duration_ms=(time.perf_counter() - started) * 1000.0,
-                    decisions=decisions,
-                    output_schema=self.output_schema,
-                    output=self.renderer.output,
-                    compactions=compactions,
-                )
+            kept = self.log.record(
+                stream.conversation,
+                provider=self.provider.name,
+                model=self.model,
+                system=self.system,
+                finish=self.renderer.finish,
+                error=self.renderer.error,
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+                decisions=decisions,
+                output_schema=self.output_schema,
+                output=self.renderer.output,
+                compactions=compactions,
+            )
             if kept < len(stream.conversation):  # no model answered: the prompt leaves
                 self.client.conversation = Conversation(
                     stream.conversation.messages[:kept], id=stream.conversation.id

@@ -145,6 +145,10 @@ class ChatLog:
         self.saved = 0
         self.base = 0
 
+    # An exchange is logged whole (with its bookkeeping), or not at all: a Ctrl-C during
+    # ``record`` or a write waits until it is done (a KeyboardInterrupt half way through
+    # would roll the whole exchange back).
+    @deferred_interrupts()
     def record(
         self,
         conversation: Conversation,
@@ -232,6 +236,7 @@ class ChatLog:
             self._flush()
         self.saved = len(messages)
 
+    @deferred_interrupts()
     def _flush(self) -> None:
         """Write the exchanges not logged yet, in order; stop at the first failure."""
         store = self.store
@@ -240,34 +245,31 @@ class ChatLog:
         from ollm.logs import LogsUnavailableError
 
         written = 0
-        # An exchange is logged whole (with its bookkeeping here), or not at all: a Ctrl-C
-        # meanwhile is raised once the writes are done.
-        with deferred_interrupts():
-            while self._pending:
-                exchange = self._pending[0]
-                try:
-                    cid = store.log_exchange(
-                        self.cid,
-                        exchange.messages,
-                        base=self.base if self.cid is not None else None,
-                        unanswered=exchange.unanswered,
-                        decisions=exchange.decisions,
-                        compactions=exchange.compactions,
-                        response=exchange.final,
-                        replaced=exchange.replaced,
-                        **exchange.response,
-                    )
-                except LogsUnavailableError as exc:
-                    if not self._failing:
-                        self.terminal.warn(f"this answer is not logged: {exc.message}")
-                    self._failing = True
-                    return
-                self._pending.pop(0)
-                written += 1
-                forked_from, self.cid = self.cid, cid
-                self.base += len(exchange.messages)
-                if forked_from is not None and cid != forked_from:
-                    self._forked(store, forked_from, cid)
+        while self._pending:
+            exchange = self._pending[0]
+            try:
+                cid = store.log_exchange(
+                    self.cid,
+                    exchange.messages,
+                    base=self.base if self.cid is not None else None,
+                    unanswered=exchange.unanswered,
+                    decisions=exchange.decisions,
+                    compactions=exchange.compactions,
+                    response=exchange.final,
+                    replaced=exchange.replaced,
+                    **exchange.response,
+                )
+            except LogsUnavailableError as exc:
+                if not self._failing:
+                    self.terminal.warn(f"this answer is not logged: {exc.message}")
+                self._failing = True
+                return
+            self._pending.pop(0)
+            written += 1
+            forked_from, self.cid = self.cid, cid
+            self.base += len(exchange.messages)
+            if forked_from is not None and cid != forked_from:
+                self._forked(store, forked_from, cid)
         if self._failing:
             self._failing = False
             self.terminal.info(
