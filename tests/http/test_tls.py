@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import certifi
 import pytest
 from raw_http import HANG, ok, raw_server, tls_server_context
 
@@ -54,6 +55,53 @@ async def test_a_redirect_from_http_to_https_is_followed(certificate: tuple[Path
             assert (await http.request("GET", "/api")).content == b"secure"
             await http.aclose()
         assert secure.paths() == ["/api"]
+
+
+@pytest.mark.parametrize("stack", ["builtin", "httpx"])
+async def test_the_authorities_are_loaded_once_yet_a_changed_setting_or_bundle_is_seen(
+    stack: str,
+    certificate: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """Clients share the SSL context of a setting (loading the authorities is the costly
+    part of a client), but SSL_CERT_FILE set or unset, or a bundle rewritten in place,
+    gives a new one: never the trust of the setting before."""
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_text("", encoding="utf-8")
+
+    async def outcome(**settings: object) -> str:
+        http = HTTPClient(HTTPConfig(server.url, **settings), stack=stack)  # type: ignore[arg-type]
+        try:
+            return (await http.request("GET", "/")).content.decode()
+        except ollm.TLSError as refused:
+            if "certificate could not be verified" not in refused.message:
+                raise
+            return "refused"
+        finally:
+            await http.aclose()
+
+    async with raw_server([ok(b"trusted")] * 3, tls=tls_server_context(certificate)) as server:
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        assert await outcome() == "refused"
+        monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+        assert await outcome() == "trusted"
+        monkeypatch.delenv("SSL_CERT_FILE")
+        assert await outcome() == "refused"
+        monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+        with pytest.raises(ollm.TLSError, match=f"read from {bundle} \\(SSL_CERT_FILE\\)"):
+            await outcome()
+        monkeypatch.delenv("SSL_CERT_FILE")
+        # A private bundle: an empty one (named, with the next step), then the usual
+        # authorities (not the server's), then the server's authority in the same file.
+        with pytest.raises(ollm.TLSError, match=f"read from {bundle} \\(verify=\\).*Point"):
+            await outcome(verify=str(bundle))
+        bundle.write_bytes(Path(certifi.where()).read_bytes())
+        assert await outcome(verify=str(bundle)) == "refused"
+        bundle.write_bytes(certificate[0].read_bytes())
+        assert await outcome(verify=str(bundle)) == "trusted"
+        assert await outcome(verify=str(bundle)) == "trusted"
 
 
 CONTEXT = ErrorContext(

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -26,6 +24,7 @@ from ollm_http._config import (
 from ollm_http._errors import error_from_exception
 from ollm_http._lines import EventSplitter, LineSplitter, ServerSentEvent
 from ollm_http._redirects import GuardedClient
+from ollm_http._tls import ssl_context
 
 __all__ = ["HTTPClient", "Reply"]
 
@@ -205,7 +204,7 @@ class HTTPClient:
             timeout=httpx.Timeout(**config.timeouts.as_httpx()),
             transport=transport,
             mounts=mounts,
-            verify=_ssl_verify(config.verify),
+            verify=ssl_context(config.verify, trust_env=config.trust_env),
             trust_env=config.trust_env and transport is None,
             follow_redirects=config.follow_redirects,
             limits=httpx.Limits(
@@ -384,15 +383,6 @@ class HTTPClient:
         await client.aclose()
 
 
-def _ssl_verify(verify: bool | str | ssl.SSLContext) -> bool | ssl.SSLContext:
-    """httpx takes a bundle's path only through an SSL context (a path is deprecated)."""
-    if isinstance(verify, str):
-        if os.path.isdir(verify):
-            return ssl.create_default_context(capath=verify)
-        return ssl.create_default_context(cafile=verify)
-    return verify
-
-
 def _builtin_transport(config: HTTPConfig) -> httpx.AsyncBaseTransport | None:
     try:
         from ollm_http._transport import HTTPTransport
@@ -417,7 +407,9 @@ def _proxy_mounts(config: HTTPConfig) -> dict[str, httpx.AsyncBaseTransport | No
     if not proxy:
         return None
     try:
-        transport = httpx.AsyncHTTPTransport(proxy=proxy, verify=_ssl_verify(config.verify))
+        transport = httpx.AsyncHTTPTransport(
+            proxy=proxy, verify=ssl_context(config.verify, trust_env=config.trust_env)
+        )
     except ImportError as exc:  # a SOCKS proxy without socksio
         return {f"{scheme}://": _FailingTransport(exc)}
     return {f"{scheme}://": transport}

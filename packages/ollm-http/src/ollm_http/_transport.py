@@ -22,7 +22,6 @@ The promises it keeps:
 from __future__ import annotations
 
 import logging
-import os
 import re
 import ssl
 from collections.abc import AsyncIterator
@@ -35,6 +34,7 @@ from anyio.streams.tls import TLSStream
 
 from ollm_http._config import Limits, check_header
 from ollm_http._connection import BadHTTPError, Connection, NoReplyError
+from ollm_http._tls import ssl_context
 
 __all__ = ["HTTPTransport"]
 
@@ -182,16 +182,7 @@ class HTTPTransport(httpx.AsyncBaseTransport):
 
     def _ssl_context(self) -> ssl.SSLContext:
         if self._ssl is None:
-            verify = self._verify
-            if isinstance(verify, ssl.SSLContext):
-                context = verify
-            elif isinstance(verify, str):
-                if os.path.isdir(verify):
-                    context = ssl.create_default_context(capath=verify)
-                else:
-                    context = ssl.create_default_context(cafile=verify)
-            else:
-                context = httpx.create_ssl_context(verify=verify, trust_env=True)
+            context = ssl_context(self._verify)
             context.set_alpn_protocols(["http/1.1"])
             self._ssl = context
         return self._ssl
