@@ -8,8 +8,19 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from runtime_helpers import client, collect
 
+import ollm
 from ollm.toolbox import calculate, current_time
+from ollm_testutils.mock import Reply, ScriptedProvider
+
+#: The pattern the calculator's schema states for an expression (without one, a pattern
+#: that matches nothing: the checks below then fail, not the collection).
+PATTERN = (
+    ollm.Tool.from_function(calculate)
+    .schema.parameters["properties"]["expression"]
+    .get("pattern", r"\A(?!)")
+)
 
 
 @pytest.mark.parametrize(
@@ -39,6 +50,7 @@ from ollm.toolbox import calculate, current_time
 )
 def test_calculate_evaluates_arithmetic(expression: str, result: str) -> None:
     assert calculate(expression) == result
+    assert re.search(PATTERN, expression), "the schema refuses an expression it evaluates"
 
 
 @pytest.mark.parametrize(
@@ -130,6 +142,27 @@ def test_calculate_agrees_with_python_on_what_models_write(expression: str) -> N
     if isinstance(expected, float) and expected.is_integer() and abs(expected) < 1e15:
         expected = int(expected)
     assert calculate(expression) == str(expected)
+    assert re.search(PATTERN, expression), "the schema refuses an expression it evaluates"
+
+
+async def test_an_expression_with_an_answer_in_it_is_refused_by_the_schema(
+    anyio_backend: str,
+) -> None:
+    """What small models write ("17 * 23 = 391", an expression and a guess) is outside
+    the schema: a grammar built from it cannot produce it, and a model that wrote it
+    anyway is told by the runtime, before the tool runs, which argument is wrong."""
+    provider = ScriptedProvider(
+        Reply(tool_calls=[("calculate", {"expression": "17 * 23 = 391"})]),
+        Reply(tool_calls=[("calculate", {"expression": "17 * 23"})]),
+        "391",
+    )
+    events = await collect(client(provider, tools=[calculate]).chat("What is 17 * 23?"))
+    results = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert [(r.is_error, r.error_code) for r in results] == [
+        (True, ollm.ErrorCode.INVALID_ARGUMENTS),
+        (False, None),
+    ]
+    assert "expression" in results[0].result and results[1].result == "391"
 
 
 @given(

@@ -151,10 +151,16 @@ async def test_tool_choice_required_leaves_the_answer_out_of_the_first_step(fake
     assert "final_answer" in finals[-1]["properties"]
 
 
-async def test_a_step_the_backend_did_not_constrain_gets_a_correction(fake: Fake) -> None:
+@pytest.mark.parametrize(
+    "placeholder",
+    ["<your answer for the user>", "the answer itself, written out for the user"],
+)
+async def test_a_step_the_backend_did_not_constrain_gets_a_correction(
+    fake: Fake, placeholder: str
+) -> None:
     fake.script(
         fake.text("Sure, 391."),
-        fake.text(step("Placeholder.", final_answer="<your answer for the user>")),
+        fake.text(step("Placeholder.", final_answer=placeholder)),
         fake.text(ANSWER),
     )
     async with fake.client(

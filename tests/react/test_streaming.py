@@ -54,7 +54,7 @@ async def test_the_final_answer_streams_while_it_is_generated(
     log: list[str] = []
 
     async def model(request: ollm.ProviderRequest) -> AsyncIterator[ollm.ProviderEvent]:
-        for chunk in ("Thought: ok\nFinal", " Answer: The", " answer", " is 42."):
+        for chunk in ("Thought: ok\nFinal", " Answer: Forty", " two", " is it."):
             log.append(f"model: {chunk!r}")
             yield ollm.TextEvent(chunk)
         log.append("model: finish")
@@ -66,14 +66,39 @@ async def test_the_final_answer_streams_while_it_is_generated(
             log.append(f"user: {event.text!r}")
     assert log == [
         "model: 'Thought: ok\\nFinal'",
-        "model: ' Answer: The'",
-        "user: 'The'",
-        "model: ' answer'",
-        "user: ' answer'",
-        "model: ' is 42.'",
-        "user: ' is 42.'",
+        "model: ' Answer: Forty'",
+        "user: 'Forty'",
+        "model: ' two'",
+        "user: ' two'",
+        "model: ' is it.'",
+        "user: ' is it.'",
         "model: finish",
     ]
+
+
+@pytest.mark.parametrize(
+    ("chunks", "shown"),
+    [
+        # The instructions' words for the answer, copied: never on the screen.
+        (("The", " answer", " itself,", " written out", " for the user."), []),
+        (("<the", " answer for", " the user>"), []),
+        # An answer that starts like them shows as soon as it cannot be one.
+        (("The", " answer", " is", " 42."), ["The answer is", " 42."]),
+        (("<b>", "bold"), ["<b>", "bold"]),
+    ],
+)
+async def test_an_answer_that_may_be_a_placeholder_waits_until_it_is_decided(
+    schemas: tuple[ollm.ToolSchema, ...], chunks: tuple[str, ...], shown: list[str]
+) -> None:
+    async def model(request: ollm.ProviderRequest) -> AsyncIterator[ollm.ProviderEvent]:
+        yield ollm.TextEvent("Thought: ok\nFinal Answer: ")
+        for chunk in chunks:
+            yield ollm.TextEvent(chunk)
+        yield ollm.FinishEvent("stop")
+
+    stream = ReActStrategy().stream(FunctionProvider(model), asking(schemas))
+    texts = [event.text async for event in stream if isinstance(event, ollm.TextEvent)]
+    assert texts == shown
 
 
 async def test_a_tool_call_comes_as_soon_as_its_json_closes_and_generation_stops(
@@ -225,10 +250,10 @@ async def test_native_tool_calls_from_the_provider_are_ignored(
 async def test_closing_the_stream_early_closes_the_provider_stream(
     schemas: tuple[ollm.ToolSchema, ...],
 ) -> None:
-    provider = ScriptedProvider(Reply.hanging(["Final Answer: a", " b"]))
+    provider = ScriptedProvider(Reply.hanging(["Final Answer: x", " b"]))
     stream = ReActStrategy().stream(provider, asking(schemas))
     iterator = stream.__aiter__()
-    assert await iterator.__anext__() == ollm.TextEvent("a")
+    assert await iterator.__anext__() == ollm.TextEvent("x")
     assert provider.open_streams == 1
     aclose = getattr(iterator, "aclose", None)
     assert aclose is not None

@@ -83,11 +83,16 @@ _MAX_DIGITS = 4000
 _MAX_BITS = int(_MAX_DIGITS * math.log2(10))
 _MAX_FACTORIAL = 1000
 _MAX_ROUND_DIGITS = 1000
+#: Every character an expression can hold: digits, names (of functions and constants,
+#: and exponents as in 1e-5), operators, parentheses, the decimal point, commas and
+#: spaces. Stated in the schema, so a model constrained by it (a llama.cpp grammar)
+#: cannot write "17 * 23 = 391", and one that is not is told before the tool runs.
+_EXPRESSION_PATTERN = r"^[0-9A-Za-z+\-*/%^()., ]*$"
 #: A comma followed by exactly three digits, after a digit: "2,340", "1,234,567".
 _GROUP = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
-def calculate(expression: str) -> str:
+def calculate(expression: Annotated[str, msgspec.Meta(pattern=_EXPRESSION_PATTERN)]) -> str:
     """Evaluate an arithmetic expression exactly as written, and return the result.
 
     Supports + - * / // % ** (or ^) and parentheses, the functions sqrt, exp, log,

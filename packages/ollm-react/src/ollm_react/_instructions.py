@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from ollm.types import ToolSchema
 from ollm_react._arguments import example_input
-from ollm_react._parser import FormatProblem
+from ollm_react._parser import ANSWER_WORDS, FormatProblem
 
 __all__ = [
     "build_instructions",
@@ -49,8 +49,22 @@ def _worked_example(tool: ToolSchema) -> str:
 
 
 def render_schema(parameters: object) -> str:
-    """A tool's JSON Schema exactly as the instructions show it."""
-    return json.dumps(parameters, ensure_ascii=False, default=str)
+    """A tool's JSON Schema as the instructions show it: whole, but for the regular
+    expressions of ``pattern`` (noise to a small model, and a grammar or the runtime's
+    validation holds the model to them anyway)."""
+    return json.dumps(_without_patterns(parameters), ensure_ascii=False, default=str)
+
+
+def _without_patterns(schema: object) -> object:
+    if isinstance(schema, dict):
+        return {
+            key: _without_patterns(value)
+            for key, value in schema.items()
+            if not (key == "pattern" and isinstance(value, str))
+        }
+    if isinstance(schema, list):
+        return [_without_patterns(value) for value in schema]
+    return schema
 
 
 def build_instructions(
@@ -79,7 +93,7 @@ def build_instructions(
         (
             "When you have what you need, or need no tool, reply with a line that starts "
             "with Thought: and gives your short reasoning, then a line that starts with "
-            "Final Answer: and gives the answer itself, written out for the user."
+            f"Final Answer: and gives {ANSWER_WORDS}."
         ),
         (
             "Rules:\n"

@@ -38,7 +38,7 @@ from ollm.types import (
 )
 from ollm_react._instructions import render_schema
 from ollm_react._memory import CallMemory
-from ollm_react._parser import is_placeholder
+from ollm_react._parser import ANSWER_WORDS, is_placeholder
 from ollm_react._render import result_json
 from ollm_react._strategy import _Inner
 
@@ -107,9 +107,9 @@ def instructions(tools: Sequence[ToolSchema]) -> str:
         f"{listed}\n\n"
         "Reply with one JSON object with two keys. thought: your short reasoning. "
         'action: either {"tool": the tool name, "arguments": the arguments as a JSON '
-        'object} to use a tool, or {"final_answer": the answer itself, written out for '
-        "the user} when you have what you need or need no tool. A tool's result comes "
-        "back in the next message; use it in your final answer."
+        "object} to use a tool, or, when you have what you need or need no tool, an "
+        f"object whose one key, final_answer, holds {ANSWER_WORDS}. A tool's result "
+        "comes back in the next message; use it in your final answer."
     )
 
 

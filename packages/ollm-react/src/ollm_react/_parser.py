@@ -130,11 +130,44 @@ def parse_reply(text: str, tools: Sequence[ToolSchema] = ()) -> ParsedReply:
 # A whole reply of words in angle brackets, with a space among them: a template's
 # placeholder (``<your answer for the user>``), never an answer (nor an HTML tag).
 _PLACEHOLDER = re.compile(r"<\s*[^\W\d_][\w ,.'’:;/-]*\s[\w ,.'’:;/-]*>")
+#: How the instructions of both strategies describe the answer. A small model copies
+#: it as its answer ("the answer itself, written out for the user"): so a reply that
+#: is these words, or a run of three or more of them, is a placeholder too.
+ANSWER_WORDS = "the answer itself, written out for the user"
+_DESCRIPTION = " ".join(re.findall(r"[^\W_]+(?:'[^\W_]+)?", ANSWER_WORDS.lower()))
 
 
 def is_placeholder(answer: str) -> bool:
-    """Whether ``answer`` is only a template's placeholder, such as ``<the answer>``."""
-    return _PLACEHOLDER.fullmatch(answer.strip()) is not None
+    """Whether ``answer`` is only a template's placeholder, such as ``<the answer>``,
+    or the instructions' own words for the answer."""
+    if _PLACEHOLDER.fullmatch(answer.strip()) is not None:
+        return True
+    words = _words(answer)
+    return len(words) >= 3 and f" {' '.join(words)} " in f" {_DESCRIPTION} "
+
+
+def could_become_placeholder(start: str) -> bool:
+    """Whether an answer that starts with ``start`` may still be a placeholder: the
+    stream holds it back until it is decided (a real answer shows after a word or two)."""
+    text = start.strip()
+    if text.startswith("<"):
+        return ">" not in text or is_placeholder(text)
+    words = _words(text)
+    if not words:
+        return True  # nothing but space or punctuation yet
+    described = _DESCRIPTION.split()
+    *whole, last = words
+    return any(
+        described[i : i + len(whole)] == whole
+        and i + len(whole) < len(described)
+        and described[i + len(whole)].startswith(last)
+        for i in range(len(described))
+    )
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text``, lower-case, punctuation aside."""
+    return re.findall(r"[^\W_]+(?:'[^\W_]+)?", text.lower())
 
 
 def _parse_reply(text: str, tools: Sequence[ToolSchema] = ()) -> ParsedReply:

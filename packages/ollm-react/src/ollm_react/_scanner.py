@@ -32,7 +32,12 @@ from ollm_react._markers import (
     marker_kind,
     strips_after_colon,
 )
-from ollm_react._parser import ParsedAnswer, parse_reply
+from ollm_react._parser import (
+    ParsedAnswer,
+    could_become_placeholder,
+    is_placeholder,
+    parse_reply,
+)
 from ollm_react._think import ThinkFilter
 
 __all__ = ["Output", "StreamScanner"]
@@ -64,6 +69,7 @@ class StreamScanner:
         "_line",
         "_out",
         "_outer_fence",
+        "_pending",
         "_preamble",
         "_shown_thought",
         "_think",
@@ -95,6 +101,9 @@ class StreamScanner:
         self._fences = 0
         self._answer_fences = 0
         self._outer_fence = False
+        # The start of a final answer while it may still be a placeholder (never shown
+        # if it is one: the batch parser then asks for the real answer).
+        self._pending: str | None = None
 
     @property
     def answering(self) -> bool:
@@ -120,6 +129,7 @@ class StreamScanner:
                     mode in (_ANSWER, _THOUGHT)
                     and self._lead == _SHOWING
                     and not self._held
+                    and self._pending is None
                     and not text[-1:].isspace()
                 ):
                     out.append((self._kind, text))
@@ -147,6 +157,10 @@ class StreamScanner:
                 line, self._line = self._line, ""
                 if not self._stray_fence(line):
                     self._deliver(line)
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            if pending and not is_placeholder(pending):
+                self._out_add("text", pending)
         if self.mode == _PREAMBLE:
             text = "".join(self._preamble)
             self._preamble = []
@@ -324,6 +338,7 @@ class StreamScanner:
             self._kind = "text"
             self._outer_fence = self._fences % 2 == 1
             self._answer_fences = 0
+            self._pending = ""
         elif mode == _ACTION:
             self._action_tail = ""
             self._balance = None
@@ -388,6 +403,11 @@ class StreamScanner:
             self._shown_thought = True
 
     def _out_add(self, kind: Literal["text", "thinking"], text: str) -> None:
+        if kind == "text" and self._pending is not None:
+            self._pending += text
+            if could_become_placeholder(self._pending):
+                return
+            text, self._pending = self._pending, None
         out = self._out
         if out and out[-1][0] == kind:
             out[-1] = (kind, out[-1][1] + text)
