@@ -162,7 +162,8 @@ async def test_an_expression_with_an_answer_in_it_is_refused_by_the_schema(
         (True, ollm.ErrorCode.INVALID_ARGUMENTS),
         (False, None),
     ]
-    assert "expression" in results[0].result and results[1].result == "391"
+    assert "expression" in results[0].result
+    assert results[1].result == "391"
 
 
 @given(

@@ -67,7 +67,8 @@ def test_the_instructions_hold_no_copyable_placeholder(schemas: Any) -> None:
         assert ">" not in text
     # json-react's: the answer's place in the JSON holds no words to copy.
     text = JsonReActStrategy().prepare(ollm.ProviderRequest("m", (), tools=schemas)).system_prompt
-    assert text is not None and "final_answer" in text
+    assert text is not None
+    assert "final_answer" in text
     assert not re.search(r'"final_answer":\s*[^"\s]', text)
 
 
