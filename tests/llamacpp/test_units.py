@@ -169,3 +169,29 @@ async def test_a_name_that_starts_two_models_names_both(anyio_backend: str, tmp_
     (error,) = [e for e in events if isinstance(e, ollm.ErrorEvent)]
     assert error.code == "MODEL_NOT_FOUND"
     assert "could be any of: qwen-large, qwen-small" in error.message
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"name": {"type": "string"}}},
+        {"type": "object", "properties": {"thought": {"type": "string", "maxLength": 12}}},
+        {"type": "array", "items": {"type": "string", "minLength": 1}},
+    ],
+)
+def test_a_grammar_keeps_control_characters_out_of_strings_as_json_does(
+    schema: dict[str, object],
+) -> None:
+    """llama-cpp-python's converter lets a string hold a raw newline: the reply is then
+    no JSON, and in a base model's transcript a newline and "User:" inside the string
+    ended the reply at the transcript's stop (Gemma 3 270M did, in a json-react step)."""
+    from llama_cpp import llama_grammar
+
+    from ollm_llamacpp._grammar import grammar_text
+
+    grammar = grammar_text(schema)
+    rules = [line for line in grammar.splitlines() if line.startswith("char ::=")]
+    assert rules
+    for rule in rules:
+        assert rule.startswith('char ::= [^"\\\\\\x7F\\x00-\\x1F] |'), rule
+    llama_grammar.LlamaGrammar.from_string(grammar, verbose=False)  # it still parses

@@ -42,11 +42,20 @@ def grammar_text(response_format: str | dict[str, Any]) -> str:
         return str(llama_grammar.JSON_GBNF)
 
 
+# llama-cpp-python's converter lets a string hold any character but a quote or a
+# backslash: a raw newline or tab too, which no JSON parser accepts. In the plain
+# transcript of a base model, a newline then "User:" inside a string even ends the reply
+# at the transcript's stop, mid-JSON. llama.cpp's own converter keeps control
+# characters out, as JSON does (they are written escaped: \n, \t, \u0000).
+_LOOSE_CHAR = 'char ::= [^"\\\\] |'
+_JSON_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
+
+
 @lru_cache(maxsize=32)
 def _schema_grammar(schema: str) -> str:
     from llama_cpp import llama_grammar
 
-    return str(llama_grammar.json_schema_to_gbnf(schema))
+    return str(llama_grammar.json_schema_to_gbnf(schema)).replace(_LOOSE_CHAR, _JSON_CHAR)
 
 
 def grammar_for(response_format: str | dict[str, Any] | None) -> str | None:
