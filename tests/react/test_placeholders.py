@@ -95,3 +95,10 @@ async def test_a_placeholder_reply_gets_a_correction_and_the_real_answer_counts(
     # Nothing of the placeholder reached the screen.
     shown = "".join(e.text for e in events if isinstance(e, ollm.TextEvent))
     assert shown == "391"
+
+
+def test_a_long_answer_is_never_a_placeholder() -> None:
+    """A stream holds an undecided answer back: never more than a short one."""
+    long = "<" + "the answer " * 30 + ">"
+    assert parse_reply(f"Final Answer: {long}") == ParsedAnswer(long)
+    assert isinstance(parse_reply("Final Answer: <the answer for the user>"), FormatProblem)

@@ -134,12 +134,17 @@ _PLACEHOLDER = re.compile(r"<\s*[^\W\d_][\w ,.'’:;/-]*\s[\w ,.'’:;/-]*>")
 #: it as its answer ("the answer itself, written out for the user"): so a reply that
 #: is these words, or a run of three or more of them, is a placeholder too.
 ANSWER_WORDS = "the answer itself, written out for the user"
+#: A longer answer is never taken for a placeholder (so a stream holds back at most this
+#: much of an answer while it is undecided).
+_LONGEST = 200
 _DESCRIPTION = " ".join(re.findall(r"[^\W_]+(?:'[^\W_]+)?", ANSWER_WORDS.lower()))
 
 
 def is_placeholder(answer: str) -> bool:
     """Whether ``answer`` is only a template's placeholder, such as ``<the answer>``,
     or the instructions' own words for the answer."""
+    if len(answer.strip()) > _LONGEST:
+        return False
     if _PLACEHOLDER.fullmatch(answer.strip()) is not None:
         return True
     words = _words(answer)
@@ -150,6 +155,8 @@ def could_become_placeholder(start: str) -> bool:
     """Whether an answer that starts with ``start`` may still be a placeholder: the
     stream holds it back until it is decided (a real answer shows after a word or two)."""
     text = start.strip()
+    if len(text) > _LONGEST:
+        return False
     if text.startswith("<"):
         return ">" not in text or is_placeholder(text)
     words = _words(text)
