@@ -512,3 +512,27 @@ async def test_ids_go_on_past_ten_thousand_calls_in_one_reply() -> None:
     ids = [e.call.id for e in events if isinstance(e, ollm.ToolCallEvent)]
     assert ids == [f"recovered_{n}" for n in range(2, count + 2)]
     assert isinstance(events[-1], ollm.FinishEvent)
+
+
+async def test_arguments_that_miss_a_pattern_are_still_a_call_and_the_model_is_told() -> None:
+    """A tagged call whose argument misses its schema's pattern ("17 * 23 = 391" for the
+    calculator) is a call all the same: it runs through the runtime, which refuses the
+    arguments and tells the model which one is wrong; it is not left as raw text."""
+    from ollm.toolbox import calculate
+
+    provider = ScriptedProvider(
+        Reply(
+            '<tool_call>{"name": "calculate", "arguments": {"expression": "17 * 23 = 391"}}'
+            "</tool_call>"
+        ),
+        "391",
+    )
+    client = ollm.ChatClient(
+        ollm.discover(), provider=provider, tools=[calculate], tool_strategy="recover"
+    )
+    events = [event async for event in client.chat("What is 17 * 23?")]
+    [result] = [e for e in events if isinstance(e, ollm.ToolCallResultEvent)]
+    assert result.call.args == {"expression": "17 * 23 = 391"}
+    assert result.error_code == ollm.ErrorCode.INVALID_ARGUMENTS
+    assert "expression" in result.result
+    assert "<tool_call>" not in text_of(events)

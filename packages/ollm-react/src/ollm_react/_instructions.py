@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from ollm.types import ToolSchema
 from ollm_react._arguments import example_input
 from ollm_react._parser import ANSWER_WORDS, FormatProblem
+from ollm_react._schema import without_patterns
 
 __all__ = [
     "build_instructions",
@@ -52,19 +53,7 @@ def render_schema(parameters: object) -> str:
     """A tool's JSON Schema as the instructions show it: whole, but for the regular
     expressions of ``pattern`` (noise to a small model, and a grammar or the runtime's
     validation holds the model to them anyway)."""
-    return json.dumps(_without_patterns(parameters), ensure_ascii=False, default=str)
-
-
-def _without_patterns(schema: object) -> object:
-    if isinstance(schema, dict):
-        return {
-            key: _without_patterns(value)
-            for key, value in schema.items()
-            if not (key == "pattern" and isinstance(value, str))
-        }
-    if isinstance(schema, list):
-        return [_without_patterns(value) for value in schema]
-    return schema
+    return json.dumps(without_patterns(parameters), ensure_ascii=False, default=str)
 
 
 def build_instructions(

@@ -15,7 +15,8 @@ are) that also reads these calls from the text, while it streams:
 The rules (README, "Calls written as text"):
 
 - A call is run only if it names an offered tool and its arguments fit the tool's
-  schema; anything else stays text, shown as the model wrote it.
+  schema (a ``pattern`` they miss aside: the runtime reports that to the model, as for
+  a native call); anything else stays text, shown as the model wrote it.
 - Text inside a code fence is never read as a call, unless the fence is the whole
   reply: a model that shows the user some JSON in an answer is showing it.
 - Bare JSON counts only when it is the whole reply and has only a call's keys: a reply
@@ -52,7 +53,7 @@ from ollm.types import (
 from ollm_react._arguments import Balance
 from ollm_react._blobs import MISSING, call_in
 from ollm_react._parser import clean_tool_name, resolve_tool
-from ollm_react._schema import schema_problem
+from ollm_react._schema import schema_problem, without_patterns
 
 __all__ = ["RecoveringStrategy", "TextCallScanner"]
 
@@ -364,7 +365,9 @@ class TextCallScanner:
             args = {}
         if not isinstance(args, dict):
             return None
-        if schema_problem(args, schema.parameters) is not None:
+        # A pattern the arguments miss does not make the text less of a call: the runtime
+        # validates them, and the model is told which argument is wrong.
+        if schema_problem(args, without_patterns(schema.parameters)) is not None:
             return None
         return schema.name, args
 

@@ -14,9 +14,11 @@ import math
 import operator
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar, cast
 
-__all__ = ["schema_problem", "single_string_parameter"]
+__all__ = ["schema_problem", "single_string_parameter", "without_patterns"]
+
+_T = TypeVar("_T")
 
 _MAX_DEPTH = 64
 _INTEGER = re.compile(r"[ \t]*[-+]?[0-9]+[ \t]*")
@@ -288,3 +290,20 @@ def _first(problems: list[str | None]) -> str:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def without_patterns(schema: _T) -> _T:
+    """``schema`` without the regular expressions of its ``pattern`` keywords (a
+    property named "pattern" stays)."""
+    if isinstance(schema, dict):
+        return cast(
+            _T,
+            {
+                key: without_patterns(value)
+                for key, value in schema.items()
+                if not (key == "pattern" and isinstance(value, str))
+            },
+        )
+    if isinstance(schema, list):
+        return cast(_T, [without_patterns(value) for value in schema])
+    return schema
