@@ -263,3 +263,11 @@ def test_compiled_modules_are_kept_in_the_venv_where_the_environment_says_not_to
         assert env.get("PYTHONPYCACHEPREFIX") == given.get("PYTHONPYCACHEPREFIX")
     assert env["PATH"].endswith(os.pathsep + "/usr/bin")
     assert env["VIRTUAL_ENV"] == str(module.VENV)
+
+
+def test_pip_installs_without_compiling_every_module_up_front() -> None:
+    """Compiling every module of every package took a third of the test dependencies'
+    install (55 s against 39 s here); Python compiles what a command imports, once."""
+    command = ollmw().pip_install(["pytest"])
+    assert command[-1] == "pytest"
+    assert "--no-compile" in command
