@@ -271,3 +271,34 @@ def test_pip_installs_without_compiling_every_module_up_front() -> None:
     command = ollmw().pip_install(["pytest"])
     assert command[-1] == "pytest"
     assert "--no-compile" in command
+
+
+def test_checks_side_by_side_print_whole_in_order_and_fail_if_either_fails(
+    capfd: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The lint's two mypy runs go side by side (50 s -> 30 s from a cold cache); each
+    one's output is printed whole, in the order given, and a failure of either fails the
+    lint. The first waits for the second to have run (so they ran at the same time, and
+    the first ends last); alone, it gives up after a minute and fails."""
+    import sys
+
+    module = ollmw()
+    flag = tmp_path / "second-ran"
+    first = [
+        sys.executable,
+        "-c",
+        "import os, sys, time\n"
+        "for _ in range(6000):\n"
+        f"    if os.path.exists({str(flag)!r}): break\n"
+        "    time.sleep(0.01)\n"
+        "else: sys.exit(4)\n"
+        "print('first'); print('1')",
+    ]
+    second = [
+        sys.executable,
+        "-c",
+        f"import sys; open({str(flag)!r}, 'w').close(); print('second', file=sys.stderr); "
+        "sys.exit(2)",
+    ]
+    assert module.run_side_by_side(first, second) == 2
+    assert capfd.readouterr().out == "first\n1\nsecond\n"
