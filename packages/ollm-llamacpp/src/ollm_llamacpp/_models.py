@@ -32,9 +32,9 @@ instructions can still keep to."""
 JSON_STRATEGY = "json-react"
 """The tool-calling strategy for a chat model whose template has no tools: each step a
 JSON object the grammar keeps to, so every call parses and has valid arguments. Not the
-default for a base model: with Gemma 3 270M the two are close on benchmarks/bench_local.py's
-20 tool tasks (json-react a little ahead), and on the README's "What is 17 * 23?"
-react-example answers 391 where json-react's expression is "17 * 23 = 2340.000..."."""
+default for a base model: with Gemma 3 270M json-react is ahead on benchmarks/bench_local.py's
+20 tool tasks (well-formed calls on 20 against 18), but on the README's "What is 17 * 23?"
+react-example answers 391 where json-react, given 391 by the calculator, answers "17 * 23"."""
 
 # The second and later files of a model split in parts (llama.cpp loads the first).
 _LATER_PART = re.compile(r"-(\d{5})-of-(\d{5})$")

@@ -137,18 +137,21 @@ ANSWER_WORDS = "the answer itself, written out for the user"
 #: A longer answer is never taken for a placeholder (so a stream holds back at most this
 #: much of an answer while it is undecided).
 _LONGEST = 200
-_DESCRIPTION = " ".join(re.findall(r"[^\W_]+(?:'[^\W_]+)?", ANSWER_WORDS.lower()))
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")  # punctuation aside
+_DESCRIBED = _WORD.findall(ANSWER_WORDS.lower())
+_DESCRIPTION = f" {' '.join(_DESCRIBED)} "
 
 
 def is_placeholder(answer: str) -> bool:
     """Whether ``answer`` is only a template's placeholder, such as ``<the answer>``,
     or the instructions' own words for the answer."""
-    if len(answer.strip()) > _LONGEST:
+    text = answer.strip()
+    if len(text) > _LONGEST:
         return False
-    if _PLACEHOLDER.fullmatch(answer.strip()) is not None:
+    if _PLACEHOLDER.fullmatch(text) is not None:
         return True
-    words = _words(answer)
-    return len(words) >= 3 and f" {' '.join(words)} " in f" {_DESCRIPTION} "
+    words = _WORD.findall(text.lower())
+    return len(words) >= 3 and f" {' '.join(words)} " in _DESCRIPTION
 
 
 def could_become_placeholder(start: str) -> bool:
@@ -159,22 +162,16 @@ def could_become_placeholder(start: str) -> bool:
         return False
     if text.startswith("<"):
         return ">" not in text or is_placeholder(text)
-    words = _words(text)
+    words = _WORD.findall(text.lower())
     if not words:
         return True  # nothing but space or punctuation yet
-    described = _DESCRIPTION.split()
     *whole, last = words
     return any(
-        described[i : i + len(whole)] == whole
-        and i + len(whole) < len(described)
-        and described[i + len(whole)].startswith(last)
-        for i in range(len(described))
+        _DESCRIBED[i : i + len(whole)] == whole
+        and i + len(whole) < len(_DESCRIBED)
+        and _DESCRIBED[i + len(whole)].startswith(last)
+        for i in range(len(_DESCRIBED))
     )
-
-
-def _words(text: str) -> list[str]:
-    """The words of ``text``, lower-case, punctuation aside."""
-    return re.findall(r"[^\W_]+(?:'[^\W_]+)?", text.lower())
 
 
 def _parse_reply(text: str, tools: Sequence[ToolSchema] = ()) -> ParsedReply:
