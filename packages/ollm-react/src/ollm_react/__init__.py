@@ -35,10 +35,10 @@ if TYPE_CHECKING:
         ParsedAction,
         ParsedAnswer,
         ParsedReply,
-        is_placeholder,
         parse_reply,
         resolve_tool,
     )
+    from ollm_react._placeholder import is_placeholder
     from ollm_react._recover import RecoveringStrategy, TextCallScanner
     from ollm_react._render import render_messages, render_observation
     from ollm_react._scanner import StreamScanner
@@ -78,7 +78,7 @@ _WHERE = {
     "ParsedAnswer": "_parser",
     "ParsedReply": "_parser",
     "parse_reply": "_parser",
-    "is_placeholder": "_parser",
+    "is_placeholder": "_placeholder",
     "resolve_tool": "_parser",
     "render_messages": "_render",
     "render_observation": "_render",

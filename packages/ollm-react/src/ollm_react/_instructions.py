@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 from ollm.types import ToolSchema
 from ollm_react._arguments import example_input
-from ollm_react._parser import ANSWER_WORDS, FormatProblem
+from ollm_react._parser import FormatProblem
+from ollm_react._placeholder import ANSWER_WORDS
 from ollm_react._schema import without_patterns
 
 __all__ = [

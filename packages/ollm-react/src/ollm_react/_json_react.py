@@ -38,7 +38,7 @@ from ollm.types import (
 )
 from ollm_react._instructions import render_schema
 from ollm_react._memory import CallMemory
-from ollm_react._parser import ANSWER_WORDS, is_placeholder
+from ollm_react._placeholder import ANSWER_WORDS, is_placeholder
 from ollm_react._render import result_json
 from ollm_react._strategy import _Inner
 

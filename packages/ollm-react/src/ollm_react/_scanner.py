@@ -32,12 +32,8 @@ from ollm_react._markers import (
     marker_kind,
     strips_after_colon,
 )
-from ollm_react._parser import (
-    ParsedAnswer,
-    could_become_placeholder,
-    is_placeholder,
-    parse_reply,
-)
+from ollm_react._parser import ParsedAnswer, parse_reply
+from ollm_react._placeholder import could_become_placeholder, is_placeholder
 from ollm_react._think import ThinkFilter
 
 __all__ = ["Output", "StreamScanner"]
